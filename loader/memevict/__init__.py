@@ -1,0 +1,53 @@
+"""memevict: importance x recency x whitelist eviction for AI agent memory, in Redis Lua."""
+
+from memevict.errors import (
+    ArityError,
+    BadArgument,
+    BadId,
+    BadImportance,
+    BadNamespace,
+    BadNow,
+    BadPolicy,
+    BadRate,
+    InvalidArgument,
+    MemevictError,
+    NoPolicy,
+    NotFound,
+    OutOfMemory,
+    PolicyMismatch,
+    ReadOnly,
+    UnexpectedReply,
+    WrongType,
+)
+from memevict.policy import Policy
+from memevict.results import Evicted, Memory, Remembered, Stats
+from memevict.store import MemoryStore, ScriptRegistry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArityError",
+    "BadArgument",
+    "BadId",
+    "BadImportance",
+    "BadNamespace",
+    "BadNow",
+    "BadPolicy",
+    "BadRate",
+    "Evicted",
+    "InvalidArgument",
+    "MemevictError",
+    "Memory",
+    "MemoryStore",
+    "NoPolicy",
+    "NotFound",
+    "OutOfMemory",
+    "Policy",
+    "PolicyMismatch",
+    "ReadOnly",
+    "Remembered",
+    "ScriptRegistry",
+    "Stats",
+    "UnexpectedReply",
+    "WrongType",
+]

@@ -1,0 +1,3 @@
+from memevict.cli import main
+
+main()

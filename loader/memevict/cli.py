@@ -1,0 +1,306 @@
+"""The ``memevict`` command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+import redis
+
+from memevict.errors import MemevictError
+from memevict.policy import Policy
+from memevict.results import Memory, Remembered
+from memevict.scripts import specs
+from memevict.store import MemoryStore, ScriptRegistry
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def connect(url: str | None) -> Iterator[redis.Redis]:
+    """A client of ``url``, or of the embedded server when url is None."""
+    if url:
+        client = redis.Redis.from_url(url)
+        try:
+            yield client
+        finally:
+            client.close()
+    else:
+        from memevict.embedded import embedded_client
+
+        with embedded_client() as client:
+            yield client
+
+
+@contextmanager
+def _store(ctx: click.Context) -> Iterator[MemoryStore]:
+    with connect(ctx.obj["url"]) as client:
+        yield MemoryStore(client, ctx.obj["namespace"])
+
+
+def _emit(data: Any, as_json: bool, text: Callable[[], str]) -> None:
+    if as_json:
+        click.echo(json.dumps(_plain(data), sort_keys=True))
+    else:
+        click.echo(text())
+
+
+def _plain(data: Any) -> Any:
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(data).items()}
+    if isinstance(data, list | tuple):
+        return [_plain(x) for x in data]
+    return data
+
+
+def _memory_line(m: Memory) -> str:
+    flags = "whitelisted" if m.whitelisted else ""
+    text = f"  {m.text!r}" if m.text is not None else ""
+    return f"{m.id}  score={m.score:.6g}  importance={m.importance:g}  {m.tier} {flags}{text}"
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+now_option = click.option(
+    "--now", type=int, default=None, help="Time in ms since the epoch (default: server clock)."
+)
+
+
+class _Group(click.Group):
+    """Turns memevict and connection errors into one-line messages."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemevictError as error:
+            raise click.ClickException(f"{type(error).__name__}: {error}") from None
+        except redis.ConnectionError as error:
+            raise click.ClickException(f"cannot reach the server: {error}") from None
+
+
+@click.group(cls=_Group)
+@click.option("--url", envvar="REDIS_URL", help="Redis/Valkey URL (default: the embedded server).")
+@click.option(
+    "--namespace", "-n", default="default", show_default=True, envvar="MEMEVICT_NAMESPACE"
+)
+@click.version_option(package_name="memevict")
+@click.pass_context
+def main(ctx: click.Context, url: str | None, namespace: str) -> None:
+    """memevict: keep what matters in an AI agent's memory, evict the rest.
+
+    Every memory scores importance x recency x whitelist boost; the lowest go first.
+    """
+    ctx.obj = {"url": url, "namespace": namespace}
+
+
+@main.command()
+@json_option
+def scripts(as_json: bool) -> None:
+    """List the Lua scripts: name, SHA1, key count."""
+    rows = [
+        {"name": s.name, "sha": s.sha, "keys": len(s.keys), "read_only": s.read_only}
+        for s in specs().values()
+    ]
+    _emit(rows, as_json, lambda: "\n".join(f"{r['name']:<10} {r['sha']} {r['keys']}" for r in rows))
+
+
+@main.command()
+@json_option
+@click.pass_context
+def load(ctx: click.Context, as_json: bool) -> None:
+    """SCRIPT LOAD every script on the server; prints name -> SHA1."""
+    with connect(ctx.obj["url"]) as client:
+        loaded = ScriptRegistry(client).load()
+    _emit(loaded, as_json, lambda: "\n".join(f"{k:<10} {v}" for k, v in loaded.items()))
+
+
+@main.command()
+@click.argument("id")
+@click.option("--importance", "-i", type=float, required=True)
+@click.option("--text", "-t", default=None)
+@click.option("--whitelist", is_flag=True)
+@now_option
+@json_option
+@click.pass_context
+def remember(
+    ctx: click.Context,
+    id: str,
+    importance: float,
+    text: str | None,
+    whitelist: bool,
+    now: int | None,
+    as_json: bool,
+) -> None:
+    """Add or update a memory."""
+    with _store(ctx) as store:
+        r = store.remember(id, importance, text=text, whitelist=whitelist, now=now)
+    _emit(r, as_json, lambda: _remembered_line(r))
+
+
+@main.command()
+@click.argument("id")
+@now_option
+@json_option
+@click.pass_context
+def get(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
+    """Show one memory."""
+    with _store(ctx) as store:
+        m = store.get(id, now=now)
+    if m is None:
+        raise click.ClickException(f"NotFound: no memory {id}")
+    _emit(m, as_json, lambda: _memory_line(m))
+
+
+@main.command()
+@click.option("-k", default=10, show_default=True, type=int, help="How many.")
+@now_option
+@json_option
+@click.pass_context
+def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
+    """The k highest-scored hot memories."""
+    with _store(ctx) as store:
+        ms = store.top(k, now=now)
+    _emit(ms, as_json, lambda: "\n".join(_memory_line(m) for m in ms) or "(empty)")
+
+
+def _remembered_line(r: Remembered) -> str:
+    return (
+        f"{r.id} score={r.score:.6g} evicted={list(r.evicted)} "
+        f"demoted={list(r.demoted)} over={r.over}"
+    )
+
+
+def _done(as_json: bool, id: str, verb: str, ok: bool) -> None:
+    _emit({"id": id, verb: ok}, as_json, lambda: f"{id}: {verb} {'done' if ok else 'no change'}")
+
+
+@main.command()
+@click.argument("id")
+@now_option
+@json_option
+@click.pass_context
+def touch(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
+    """Mark a hot memory as used now."""
+    with _store(ctx) as store:
+        _done(as_json, id, "touch", store.touch(id, now=now))
+
+
+@main.command()
+@click.argument("id")
+@now_option
+@json_option
+@click.pass_context
+def demote(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
+    """Make a whitelisted memory ordinary."""
+    with _store(ctx) as store:
+        _done(as_json, id, "demote", store.demote(id, now=now))
+
+
+@main.command()
+@click.argument("id")
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, id: str, as_json: bool) -> None:
+    """Delete a memory everywhere."""
+    with _store(ctx) as store:
+        _done(as_json, id, "forget", store.forget(id))
+
+
+@main.command()
+@click.argument("id")
+@now_option
+@json_option
+@click.pass_context
+def whitelist(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
+    """Whitelist a memory (recalling it if cold)."""
+    with _store(ctx) as store:
+        r = store.whitelist(id, now=now)
+    _emit(r, as_json, lambda: _remembered_line(r))
+
+
+@main.command()
+@click.argument("id")
+@now_option
+@json_option
+@click.pass_context
+def recall(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
+    """Bring a cold memory back to the hot tier."""
+    with _store(ctx) as store:
+        r = store.recall(id, now=now)
+    _emit(r, as_json, lambda: _remembered_line(r))
+
+
+@main.command()
+@click.argument("rate", type=float)
+@click.pass_context
+def decay(ctx: click.Context, rate: float) -> None:
+    """Multiply every non-whitelisted hot score by RATE (0 < RATE <= 1)."""
+    with _store(ctx) as store:
+        store.decay(rate)
+    click.echo(f"decayed by {rate:g}")
+
+
+@main.command()
+@now_option
+@json_option
+@click.pass_context
+def evict(ctx: click.Context, now: int | None, as_json: bool) -> None:
+    """Evict down to max_hot if the hot tier is over it."""
+    with _store(ctx) as store:
+        e = store.evict(now=now)
+    _emit(e, as_json, lambda: f"evicted={list(e.evicted)} over={e.over}")
+
+
+@main.command()
+@now_option
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
+    """Counts of hot, cold, whitelisted and protected memories."""
+    with _store(ctx) as store:
+        s = store.stats(now=now)
+    _emit(
+        s,
+        as_json,
+        lambda: f"hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} protected={s.protected}",
+    )
+
+
+def _policy_options(command: F) -> F:
+    for field in reversed(dataclasses.fields(Policy)):
+        kind = int if field.type == "int" else float
+        command = click.option(
+            "--" + field.name.replace("_", "-"), field.name, type=kind, default=None
+        )(command)
+    return command
+
+
+@main.command()
+@_policy_options
+@json_option
+@click.pass_context
+def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
+    """Show the namespace's policy, or set fields of it (e.g. --max-hot 50)."""
+    with _store(ctx) as store:
+        updates = {k: v for k, v in changes.items() if v is not None}
+        current = store.policy
+        if updates:
+            current = store.set_policy(dataclasses.replace(current, **updates))
+    _emit(
+        current,
+        as_json,
+        lambda: "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(current).items()),
+    )
+
+
+@main.command()
+@click.pass_context
+def demo(ctx: click.Context) -> None:
+    """A walkthrough: a conversation longer than the window, with critical facts."""
+    from memevict.demo import run_demo
+
+    with connect(ctx.obj["url"]) as client:
+        run_demo(client, click.echo)

@@ -1,0 +1,188 @@
+"""Argument building and reply parsing for every script, shared by all stores.
+
+Each function checks its arguments (for friendly errors; the scripts check
+them again, for callers that bypass Python) and returns a :class:`Call`: the
+script to run, its ARGV by name, and the parser for its reply. A store only
+sends the call, so sync and async stores share every line of this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from memevict.errors import BadArgument, BadId, BadImportance, BadNamespace, BadNow, BadRate
+from memevict.policy import Policy
+from memevict.results import Evicted, Memory, Remembered, Stats, Tier
+
+T = TypeVar("T")
+
+MAX_ID_BYTES = 1024
+MAX_NOW_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, as in lua/lib/args.lua
+MAX_TOP = 100_000
+MAX_NAMESPACE_BYTES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One script call: which script, its arguments by name, how to read its reply."""
+
+    script: str
+    args: Mapping[str, str | bytes]
+    parse: Callable[[Any], T]
+
+
+def check_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not namespace:
+        raise BadNamespace("namespace must be a non-empty string")
+    if "{" in namespace or "}" in namespace:
+        raise BadNamespace(f"namespace must not contain '{{' or '}}': {namespace!r}")
+    if len(namespace.encode("utf-8")) > MAX_NAMESPACE_BYTES:
+        raise BadNamespace(f"namespace must be at most {MAX_NAMESPACE_BYTES} bytes")
+    return namespace
+
+
+def _id(memory_id: str) -> str:
+    if not isinstance(memory_id, str):
+        raise BadId(f"id must be a str, got {type(memory_id).__name__}")
+    size = len(memory_id.encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise BadId(f"id must be 1..{MAX_ID_BYTES} bytes, got {size}")
+    return memory_id
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _importance(importance: float) -> str:
+    x = _number(importance)
+    if x is None or x <= 0:
+        raise BadImportance(f"importance must be a finite number > 0, got {importance!r}")
+    return repr(x)
+
+
+def _now(now: int | None) -> str:
+    if now is None:
+        return ""
+    if isinstance(now, bool) or not isinstance(now, int) or not 0 <= now <= MAX_NOW_MS:
+        raise BadNow(f"now must be whole milliseconds since the epoch in [0, {MAX_NOW_MS}]")
+    return str(now)
+
+
+def _str(value: str | bytes) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def _memory(reply: Sequence[Any]) -> Memory:
+    id_, importance, score, tier, whitelisted, until, created, last, text = reply
+    return Memory(
+        id=_str(id_),
+        importance=float(importance),
+        score=float(score),
+        tier=cast(Tier, _str(tier)),
+        whitelisted=bool(whitelisted),
+        protected_until=int(until),
+        created=int(created),
+        last_access=int(last),
+        text=None if text is None else _str(text),
+    )
+
+
+def _ids(reply: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(_str(x) for x in reply)
+
+
+def _remembered(memory_id: str) -> Callable[[Any], Remembered]:
+    def parse(reply: Sequence[Any]) -> Remembered:
+        score, evicted, demoted, over = reply
+        return Remembered(memory_id, float(score), _ids(evicted), _ids(demoted), int(over))
+
+    return parse
+
+
+def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
+    def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
+        status, *values = (_str(x) for x in reply)
+        return status, Policy.from_strings(dict(zip(policy.to_args(), values, strict=True)))
+
+    args = {"mode": "replace" if replace else "init", **policy.to_args(), "now": _now(now)}
+    return Call("configure", args, parse)
+
+
+def remember(
+    memory_id: str, importance: float, *, text: str | None, whitelist: bool, now: int | None
+) -> Call[Remembered]:
+    args = {
+        "id": _id(memory_id),
+        "importance": _importance(importance),
+        "text": "" if text is None else text,
+        "has_text": "0" if text is None else "1",
+        "whitelist": "1" if whitelist else "0",
+        "now": _now(now),
+    }
+    return Call("remember", args, _remembered(memory_id))
+
+
+def touch(memory_id: str, *, now: int | None) -> Call[bool]:
+    return Call("touch", {"id": _id(memory_id), "now": _now(now)}, bool)
+
+
+def decay(rate: float) -> Call[None]:
+    x = _number(rate)
+    if x is None or not 0 < x <= 1:
+        raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
+    return Call("decay", {"rate": repr(x)}, lambda _: None)
+
+
+def evict(*, now: int | None) -> Call[Evicted]:
+    def parse(reply: Sequence[Any]) -> Evicted:
+        evicted, over = reply
+        return Evicted(_ids(evicted), int(over))
+
+    return Call("evict", {"now": _now(now)}, parse)
+
+
+def whitelist(memory_id: str, *, now: int | None) -> Call[Remembered]:
+    return Call("whitelist", {"id": _id(memory_id), "now": _now(now)}, _remembered(memory_id))
+
+
+def demote(memory_id: str, *, now: int | None) -> Call[bool]:
+    return Call("demote", {"id": _id(memory_id), "now": _now(now)}, bool)
+
+
+def recall(memory_id: str, *, now: int | None) -> Call[Remembered]:
+    return Call("recall", {"id": _id(memory_id), "now": _now(now)}, _remembered(memory_id))
+
+
+def forget(memory_id: str) -> Call[bool]:
+    return Call("forget", {"id": _id(memory_id)}, bool)
+
+
+def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:
+    def parse(reply: Sequence[Any] | None) -> Memory | None:
+        return None if reply is None else _memory(reply)
+
+    return Call("get", {"id": _id(memory_id), "now": _now(now)}, parse)
+
+
+def top(k: int, *, now: int | None) -> Call[list[Memory]]:
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_TOP:
+        raise BadArgument(f"k must be a whole number in [0, {MAX_TOP}], got {k!r}")
+    return Call("top", {"k": str(k), "now": _now(now)}, lambda r: [_memory(m) for m in r])
+
+
+def stats(*, now: int | None) -> Call[Stats]:
+    def parse(reply: Sequence[Any]) -> Stats:
+        hot, cold, whitelisted, protected = (int(x) for x in reply)
+        return Stats(hot, cold, whitelisted, protected)
+
+    return Call("stats", {"now": _now(now)}, parse)

@@ -1,0 +1,130 @@
+"""Errors: one class per code a script (or the server) can answer with.
+
+Scripts fail with ``redis.error_reply("CODE detail")``; redis-py raises that as
+``ResponseError("CODE detail script: ...")``. :func:`from_response` maps the
+code to its class here. A code this module does not know raises
+:class:`UnexpectedReply` rather than passing silently.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from redis.exceptions import ResponseError
+
+
+class MemevictError(Exception):
+    """Base class of every error memevict raises."""
+
+    code: ClassVar[str] = ""
+
+
+class InvalidArgument(MemevictError, ValueError):
+    """An argument was rejected; nothing was written."""
+
+
+class ArityError(InvalidArgument):
+    code = "ARITY"
+
+
+class BadArgument(InvalidArgument):
+    code = "BAD_ARG"
+
+
+class BadId(InvalidArgument):
+    code = "BAD_ID"
+
+
+class BadImportance(InvalidArgument):
+    code = "BAD_IMPORTANCE"
+
+
+class BadNow(InvalidArgument):
+    code = "BAD_NOW"
+
+
+class BadRate(InvalidArgument):
+    code = "BAD_RATE"
+
+
+class BadPolicy(InvalidArgument):
+    code = "BAD_POLICY"
+
+
+class BadNamespace(InvalidArgument):
+    code = "BAD_NAMESPACE"
+
+
+class WrongType(MemevictError):
+    """A key of the namespace holds a value of the wrong Redis type."""
+
+    code = "WRONG_TYPE"
+
+
+class NoPolicy(MemevictError):
+    """The namespace has no stored policy (configure was never called, or it was deleted)."""
+
+    code = "NO_POLICY"
+
+
+class NotFound(MemevictError):
+    """The memory id is not in the namespace."""
+
+    code = "NOT_FOUND"
+
+
+class PolicyMismatch(MemevictError):
+    """The policy given differs from the one stored for the namespace."""
+
+    code = "POLICY_MISMATCH"
+
+
+class OutOfMemory(MemevictError):
+    """The server is at maxmemory and refuses writes; nothing was written."""
+
+    code = "OOM"
+
+
+class ReadOnly(MemevictError):
+    """A write was sent to a read-only replica."""
+
+    code = "READONLY"
+
+
+class UnexpectedReply(MemevictError):
+    """The server answered with an error code memevict does not know."""
+
+    code = "UNEXPECTED"
+
+
+_BY_CODE: dict[str, type[MemevictError]] = {
+    cls.code: cls
+    for cls in (
+        ArityError,
+        BadArgument,
+        BadId,
+        BadImportance,
+        BadNow,
+        BadRate,
+        BadPolicy,
+        BadNamespace,
+        WrongType,
+        NoPolicy,
+        NotFound,
+        PolicyMismatch,
+        OutOfMemory,
+        ReadOnly,
+    )
+}
+
+
+def from_response(error: ResponseError) -> MemevictError:
+    """The typed error for a server error reply."""
+    message = str(error)
+    code, _, detail = message.partition(" ")
+    # Redis appends " script: <sha>, on @user_script:N." to errors raised in scripts.
+    detail = detail.rsplit(" script: ", 1)[0]
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return UnexpectedReply(message)
+    return cls(detail)

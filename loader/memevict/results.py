@@ -1,0 +1,63 @@
+"""What the store's methods return: small frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Tier = Literal["hot", "cold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One memory as it stands at the time of the call.
+
+    Times are milliseconds since the Unix epoch. ``score`` is
+    importance x recency x boost at that time (floored at the policy's
+    score_min unless whitelisted).
+    """
+
+    id: str
+    importance: float
+    score: float
+    tier: Tier
+    whitelisted: bool
+    protected_until: int
+    created: int
+    last_access: int
+    text: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """Result of remember, whitelist and recall.
+
+    ``score`` is the memory's score after the call; ``evicted`` the ids moved
+    to the cold tier and ``demoted`` the ids taken off the whitelist by this
+    call; ``over`` how far the hot tier is still above max_hot because only
+    whitelisted and protected memories were left to evict.
+    """
+
+    id: str
+    score: float
+    evicted: tuple[str, ...]
+    demoted: tuple[str, ...]
+    over: int
+
+
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    """Result of evict: the ids moved to the cold tier, and how far over max_hot it still is."""
+
+    evicted: tuple[str, ...]
+    over: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts of one namespace. ``hot`` includes whitelisted and protected memories."""
+
+    hot: int
+    cold: int
+    whitelisted: int
+    protected: int

@@ -1,0 +1,162 @@
+"""The Lua scripts shipped in the package: read, headers parsed, helpers inlined.
+
+Each ``lua/<name>.lua`` file is one atomic command. Its header is the single
+source of truth for its contract: the ``-- KEYS[n] role: type, ...`` lines give
+the key roles in order, the ``-- ARGV[n] name: ...`` lines the argument names
+in order, and ``-- Errors:`` the codes it may raise. From the header the
+loader generates the tables the script body uses (``KEY.role``, ``ARG.name``,
+arity and key types), inlines ``--@include lib/x.lua`` lines once each, and
+takes the SHA1 over the text actually sent to the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:
+    from importlib.abc import Traversable
+
+from memevict.errors import BadArgument
+
+KEY_PREFIX = "memevict"
+_DECLARATION = re.compile(r"^-- (KEYS|ARGV)\[(\d+)\] (\w+): ?(\w*)")
+_ERRORS = re.compile(r"^-- Errors: (.*)$")
+_INCLUDE = re.compile(r"^--@include (\S+)\s*$")
+_KEY_TYPES = ("hash", "zset")
+
+ArgValue = str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptSpec:
+    """One script as it is sent to the server, with its parsed contract."""
+
+    name: str
+    source: str
+    sha: str
+    keys: tuple[str, ...]
+    key_types: tuple[str, ...]
+    args: tuple[str, ...]
+    errors: tuple[str, ...]
+    read_only: bool
+
+    def key_names(self, namespace: str) -> list[str]:
+        """The KEYS of this script for a namespace, in header order."""
+        return [key_name(namespace, role) for role in self.keys]
+
+    def argv(self, values: Mapping[str, ArgValue]) -> list[ArgValue]:
+        """ARGV in header order from arguments given by name."""
+        if set(values) != set(self.args):
+            raise BadArgument(
+                f"{self.name} takes arguments {list(self.args)}, got {sorted(values)}"
+            )
+        return [values[name] for name in self.args]
+
+
+def key_name(namespace: str, role: str) -> str:
+    """The Redis key of one role; the {namespace} hash tag keeps a namespace in one slot."""
+    return f"{KEY_PREFIX}:{{{namespace}}}:{role}"
+
+
+def lua_root() -> Traversable:
+    """The lua/ directory inside the installed package."""
+    return files("memevict").joinpath("lua")
+
+
+def _inline(text: str, root: Traversable, seen: set[str], stack: tuple[str, ...]) -> str:
+    out: list[str] = []
+    for line in text.splitlines():
+        match = _INCLUDE.match(line)
+        if match is None:
+            out.append(line)
+            continue
+        path = match.group(1)
+        if path in stack:
+            raise RuntimeError(f"include cycle: {' -> '.join((*stack, path))}")
+        if path in seen:
+            continue
+        seen.add(path)
+        lib = root.joinpath(*path.split("/")).read_text(encoding="utf-8")
+        out.append(f"-- {path}")
+        out.append(_inline(lib, root, seen, (*stack, path)))
+    return "\n".join(out)
+
+
+def _declarations(lines: Sequence[str], kind: str) -> list[tuple[str, str]]:
+    found: dict[int, tuple[str, str]] = {}
+    for line in lines:
+        match = _DECLARATION.match(line)
+        if match and match.group(1) == kind:
+            found[int(match.group(2))] = (match.group(3), match.group(4))
+    if sorted(found) != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"{kind} in header are not numbered 1..n: {sorted(found)}")
+    return [found[i] for i in sorted(found)]
+
+
+def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
+    """Builds the script to send from its file text."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("#!lua"):
+        raise RuntimeError(f"{name}.lua must start with a #!lua shebang line")
+    header_end = 1
+    while (
+        header_end < len(lines)
+        and lines[header_end].startswith("--")
+        and not (_INCLUDE.match(lines[header_end]))
+    ):
+        header_end += 1
+    header = lines[1:header_end]
+    keys = _declarations(header, "KEYS")
+    args = _declarations(header, "ARGV")
+    for role, key_type in keys:
+        if key_type not in _KEY_TYPES:
+            raise RuntimeError(f"{name}.lua: KEYS role {role} has unknown type {key_type}")
+    errors: tuple[str, ...] = ()
+    for line in header:
+        match = _ERRORS.match(line)
+        if match:
+            errors = tuple(code.strip() for code in match.group(1).split(","))
+    preamble = [
+        f"local SCRIPT, NKEYS, NARGS = '{name}', {len(keys)}, {len(args)}",
+        "local KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
+        "local KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",
+        "local ARG = {" + ", ".join(f"{a} = ARGV[{i}]" for i, (a, _) in enumerate(args, 1)) + "}",
+    ]
+    body = _inline("\n".join(lines[header_end:]), root, set(), ())
+    source = "\n".join([*lines[:header_end], *preamble, body]) + "\n"
+    return ScriptSpec(
+        name=name,
+        source=source,
+        sha=hashlib.sha1(source.encode("utf-8")).hexdigest(),
+        keys=tuple(r for r, _ in keys),
+        key_types=tuple(t for _, t in keys),
+        args=tuple(a for a, _ in args),
+        errors=errors,
+        read_only="no-writes" in lines[0],
+    )
+
+
+@functools.cache
+def specs() -> Mapping[str, ScriptSpec]:
+    """Every script in the installed package, by name."""
+    root = lua_root()
+    found = {}
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.is_file() and entry.name.endswith(".lua"):
+            name = entry.name.removesuffix(".lua")
+            found[name] = parse(name, entry.read_text(encoding="utf-8"), root)
+    return found
+
+
+def namespace_keys(namespace: str) -> list[str]:
+    """Every key a namespace can have (the union of the scripts' KEYS)."""
+    roles = {role for spec in specs().values() for role in spec.keys}
+    return [key_name(namespace, role) for role in sorted(roles)]

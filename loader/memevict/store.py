@@ -1,0 +1,144 @@
+"""MemoryStore: the typed Python face of the Lua scripts, one EVALSHA per method."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import redis
+from redis.commands.core import Script
+from redis.exceptions import ResponseError
+
+from memevict import commands
+from memevict.commands import Call
+from memevict.errors import NoPolicy, PolicyMismatch, from_response
+from memevict.policy import Policy
+from memevict.results import Evicted, Memory, Remembered, Stats
+from memevict.scripts import ScriptSpec, specs
+
+T = TypeVar("T")
+
+
+class ScriptRegistry:
+    """The package's scripts registered on one client (redis-py ``Script``:
+    EVALSHA, and SCRIPT LOAD then a retry after NOSCRIPT)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.specs: dict[str, ScriptSpec] = dict(specs())
+        self.scripts: dict[str, Script] = {
+            name: client.register_script(spec.source) for name, spec in self.specs.items()
+        }
+        self._client = client
+
+    def load(self) -> dict[str, str]:
+        """SCRIPT LOAD every script now; returns name -> SHA1."""
+        return {name: self._client.script_load(spec.source) for name, spec in self.specs.items()}
+
+
+class MemoryStore:
+    """One namespace of memories in Redis.
+
+    The namespace's policy is stored in Redis so every worker sharing it uses
+    the same parameters. Without ``policy`` the store uses the stored one (the
+    defaults if the namespace is new). With a ``policy`` that differs from the
+    stored one it raises :class:`PolicyMismatch`, unless ``replace_policy``.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str = "default",
+        policy: Policy | None = None,
+        *,
+        replace_policy: bool = False,
+    ) -> None:
+        self.namespace = commands.check_namespace(namespace)
+        self.client = client
+        self.registry = ScriptRegistry(client)
+        self._keys = {name: spec.key_names(namespace) for name, spec in self.registry.specs.items()}
+        self.policy = self._configure(policy, replace_policy)
+
+    def _send(self, call: Call[T]) -> T:
+        spec = self.registry.specs[call.script]
+        script = self.registry.scripts[call.script]
+        try:
+            reply: Any = script(keys=self._keys[call.script], args=spec.argv(call.args))
+        except ResponseError as error:
+            raise from_response(error) from None
+        return call.parse(reply)
+
+    def _run(self, call: Call[T]) -> T:
+        try:
+            return self._send(call)
+        except NoPolicy:
+            # The namespace's keys were deleted (FLUSHDB, a restart without
+            # persistence): store this store's policy again and retry once.
+            # Scripts check the policy before any write, so nothing ran.
+            self._configure(self.policy, False)
+            return self._send(call)
+
+    def _configure(self, policy: Policy | None, replace: bool) -> Policy:
+        wanted = policy if policy is not None else Policy()
+        _, stored = self._send(commands.configure(wanted, replace=replace))
+        if policy is not None and stored != policy:
+            raise PolicyMismatch(
+                f"namespace {self.namespace!r} already has policy {stored}; "
+                "pass replace_policy=True to replace it"
+            )
+        return stored
+
+    def set_policy(self, policy: Policy) -> Policy:
+        """Replaces the namespace's stored policy for every worker."""
+        self.policy = self._configure(policy, True)
+        return self.policy
+
+    def remember(
+        self,
+        id: str,
+        importance: float,
+        *,
+        text: str | None = None,
+        whitelist: bool = False,
+        now: int | None = None,
+    ) -> Remembered:
+        """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
+        return self._run(commands.remember(id, importance, text=text, whitelist=whitelist, now=now))
+
+    def touch(self, id: str, *, now: int | None = None) -> bool:
+        """Marks a hot memory as used now; False if it is cold or unknown."""
+        return self._run(commands.touch(id, now=now))
+
+    def decay(self, rate: float) -> None:
+        """Multiplies every non-whitelisted hot score by rate (0 < rate <= 1), in O(1)."""
+        self._run(commands.decay(rate))
+
+    def evict(self, *, now: int | None = None) -> Evicted:
+        """Evicts down to max_hot (plus evict_batch) if the hot tier is over it."""
+        return self._run(commands.evict(now=now))
+
+    def whitelist(self, id: str, *, now: int | None = None) -> Remembered:
+        """Whitelists a memory (recalling it if cold); raises NotFound for an unknown id."""
+        return self._run(commands.whitelist(id, now=now))
+
+    def demote(self, id: str, *, now: int | None = None) -> bool:
+        """Makes a whitelisted memory ordinary; False if it was not whitelisted."""
+        return self._run(commands.demote(id, now=now))
+
+    def recall(self, id: str, *, now: int | None = None) -> Remembered:
+        """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
+        return self._run(commands.recall(id, now=now))
+
+    def forget(self, id: str) -> bool:
+        """Deletes a memory everywhere; False if it was unknown."""
+        return self._run(commands.forget(id))
+
+    def get(self, id: str, *, now: int | None = None) -> Memory | None:
+        """One memory, hot or cold, or None."""
+        return self._run(commands.get(id, now=now))
+
+    def top(self, k: int, *, now: int | None = None) -> list[Memory]:
+        """The k highest-scored hot memories, highest first."""
+        return self._run(commands.top(k, now=now))
+
+    def stats(self, *, now: int | None = None) -> Stats:
+        """Counts of hot, cold, whitelisted and protected memories."""
+        return self._run(commands.stats(now=now))

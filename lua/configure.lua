@@ -1,0 +1,92 @@
+#!lua
+-- configure: store the namespace's Policy (first caller wins) or replace it,
+-- and return the policy now in force. Every worker sharing a namespace then
+-- runs with the same parameters. The first call also starts the namespace's
+-- clock: decay keys count time from this epoch rather than from 1970, which
+-- keeps them small and precise.
+--
+-- KEYS[1] policy: hash, the namespace's Policy fields
+-- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (jitter counter)
+-- KEYS[3] meta: hash, id -> packed metadata (read when half_life_s changes)
+-- KEYS[4] hot: zset, evictable hot memories by decay key (rewritten when half_life_s changes)
+-- KEYS[5] fresh: zset, protected hot memories by decay key (rewritten when half_life_s changes)
+-- KEYS[6] wl: zset, whitelisted memories by whitelist key (rewritten when half_life_s changes)
+--
+-- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always stores it
+-- ARGV[2] max_hot: whole number >= 1, hot memories kept before eviction starts
+-- ARGV[3] evict_batch: whole number >= 0, extra memories evicted once eviction starts
+-- ARGV[4] half_life_s: number > 0, seconds for recency to halve
+-- ARGV[5] whitelist_boost: number >= 1, score multiplier of whitelisted memories
+-- ARGV[6] whitelist_cap: whole number >= 0, most whitelisted memories at once
+-- ARGV[7] protect_s: number >= 0, seconds a remembered or recalled memory cannot be evicted
+-- ARGV[8] score_min: number >= 0, floor of reported non-whitelisted scores
+-- ARGV[9] jitter: number >= 0, tie-breaking offsets lie in (0, jitter)
+-- ARGV[10] cold_max: whole number >= 0, most memories in the cold tier
+-- ARGV[11] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [status, max_hot, evict_batch, half_life_s, whitelist_boost,
+--   whitelist_cap, protect_s, score_min, jitter, cold_max] with status one of
+--   'created', 'existing' (init found a policy: the stored one is returned)
+--   or 'replaced'; the fields as strings, the policy in force after the call.
+--   Replacing half_life_s rewrites every hot key: O(hot memories).
+-- Errors: ARITY, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+
+check_call()
+if ARG.mode ~= 'init' and ARG.mode ~= 'replace' then
+  fail('BAD_ARG', "mode must be 'init' or 'replace'")
+end
+local given = {}
+for i, f in ipairs(POLICY) do
+  local x, why = policy_value(f, ARGV[i + 1])
+  if x == nil then fail('BAD_POLICY', why) end
+  given[i] = ARGV[i + 1]
+end
+local now = arg_now(ARG.now)
+
+local names = {}
+for i, f in ipairs(POLICY) do names[i] = f[1] end
+local stored = rcall('HMGET', KEY.policy, unpack(names))
+
+local function reply(status, values)
+  local out = {status}
+  for i = 1, #POLICY do out[i + 1] = values[i] end
+  return out
+end
+
+if stored[1] ~= false and ARG.mode == 'init' then
+  return reply('existing', stored)
+end
+
+local status = 'created'
+if stored[1] ~= false then
+  status = 'replaced'
+  -- A new half-life changes lambda, and with it every key's time term:
+  -- key_new = key_old + (lambda_new - lambda_old) * (last_access - epoch).
+  local old_lambda = math.log(2) / tonumber(stored[3])
+  local new_lambda = math.log(2) / tonumber(given[3])
+  local epoch = tonumber(rcall('HGET', KEY.state, 'epoch'))
+  if old_lambda ~= new_lambda then
+    for _, index in ipairs({KEY.hot, KEY.fresh, KEY.wl}) do
+      local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
+      for i = 1, #entries, 2 do
+        local m = read_meta(entries[i])
+        local key = tonumber(entries[i + 1]) + (new_lambda - old_lambda) * (m.la - epoch) / 1000
+        rcall('ZADD', index, fmt(key), m.id)
+      end
+    end
+  end
+end
+
+local fields = {}
+for i, f in ipairs(POLICY) do
+  fields[#fields + 1] = f[1]
+  fields[#fields + 1] = given[i]
+end
+rcall('HSET', KEY.policy, unpack(fields))
+if rcall('HSETNX', KEY.state, 'epoch', now) == 1 then
+  rcall('HSET', KEY.state, 'decay', 0, 'seq', 0)
+end
+return reply(status, given)

@@ -1,0 +1,40 @@
+#!lua
+-- recall: bring a cold memory back to the hot tier, as fresh as a new memory
+-- (last access = now, protected for protect_s, decay ticks started again),
+-- then evict if the hot tier is over max_hot. Recalling a hot memory
+-- refreshes it the same way (like touch, and protected again).
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
+--
+-- ARGV[1] id: string, 1..1024 bytes
+-- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [score, [evicted id, ...], [], over] as remember (nothing is demoted).
+-- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY, NOT_FOUND
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+
+check_call()
+local id = arg_id(ARG.id)
+local now = arg_now(ARG.now)
+local p, st = load_policy()
+local m = read_meta(id)
+if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+
+expire_protection(now)
+if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
+refresh(m, now, p)
+write_meta(m)
+place(m, now, p, st)
+local score = reported(m, ln_score(m, now, p, st), p)
+local evicted, over = enforce(now, p)
+return {fmt(score), evicted, {}, over}

@@ -1,0 +1,69 @@
+#!lua
+-- remember: add a memory to the hot tier or update it (upsert), then, if the
+-- hot tier holds more than max_hot, evict the lowest-scored evictable
+-- memories to the cold tier, all in one atomic call.
+-- An existing id (hot or cold) gets the new importance, keeps its creation
+-- time, keeps its text unless has_text is 1, keeps its whitelist status unless
+-- whitelist is 1, and becomes as fresh as a new memory: last access = now,
+-- protected for protect_s, decay ticks started again, a new jitter offset.
+-- Whitelisting past whitelist_cap demotes the lowest whitelisted memories
+-- (by importance x recency; possibly this one) to ordinary memories.
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
+--
+-- ARGV[1] id: string, 1..1024 bytes
+-- ARGV[2] importance: decimal number, finite and > 0
+-- ARGV[3] text: string, stored when has_text is 1, else ignored
+-- ARGV[4] has_text: 0|1, 1 stores text (replacing any), 0 keeps the stored text
+-- ARGV[5] whitelist: 0|1, 1 whitelists the memory, 0 keeps its whitelist status
+-- ARGV[6] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [score, [evicted id, ...], [demoted id, ...], over] where score is
+--   the memory's score now (string, %.17g) and over (integer) is how far the
+--   hot tier is still above max_hot because only whitelisted and protected
+--   memories are left to evict.
+-- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+
+check_call()
+local id = arg_id(ARG.id)
+local importance = arg_importance(ARG.importance)
+local has_text = arg_flag(ARG.has_text, 'has_text')
+local whitelist = arg_flag(ARG.whitelist, 'whitelist')
+local now = arg_now(ARG.now)
+local p, st = load_policy()
+
+-- Writes start here.
+expire_protection(now)
+local m = read_meta(id)
+if m then
+  if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
+else
+  m = {id = id, created = now, wl = false}
+end
+m.imp = importance
+m.j = next_jitter(p)
+m.wl = m.wl or whitelist
+refresh(m, now, p)
+write_meta(m)
+if has_text then rcall('HSET', KEY.text, id, ARG.text) end
+place(m, now, p, st)
+
+local demoted = {}
+if whitelist then
+  demoted = cap_whitelist(now, p, st)
+  m = read_meta(id)
+end
+local score = reported(m, ln_score(m, now, p, st), p)
+local evicted, over = enforce(now, p)
+return {fmt(score), evicted, demoted, over}

@@ -1,0 +1,54 @@
+#!lua flags=no-writes
+-- top: the k highest-scored hot memories now, highest first: what the agent
+-- puts in its context window. Whitelisted memories rank by importance x
+-- boost; others by their unfloored score (floored ones keep their order).
+-- Read-only.
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] wl: zset, whitelisted memories by whitelist key
+--
+-- ARGV[1] k: whole number in [0, 100000], how many memories at most
+-- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [memory, ...], each memory as get returns it.
+-- Errors: ARITY, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+
+check_call()
+local k = arg_count(ARG.k, 'k', 0, 100000)
+local now = arg_now(ARG.now)
+local p, st = load_policy()
+if k == 0 then return {} end
+
+-- Candidates: the k best of each decaying index (their decay keys order them
+-- at any time) and every whitelisted memory (at most whitelist_cap).
+local ranked = {}
+for _, index in ipairs({KEY.hot, KEY.fresh}) do
+  local entries = rcall('ZRANGE', index, 0, k - 1, 'REV', 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    local m = read_meta(entries[i])
+    ranked[#ranked + 1] = {m = m, ln = ln_decayed(tonumber(entries[i + 1]), m, now, p, st)}
+  end
+end
+for _, id in ipairs(rcall('ZRANGE', KEY.wl, 0, -1)) do
+  local m = read_meta(id)
+  ranked[#ranked + 1] = {m = m, ln = ln_score(m, now, p, st)}
+end
+table.sort(ranked, function(a, b)
+  if a.ln ~= b.ln then return a.ln > b.ln end
+  return a.m.id < b.m.id
+end)
+
+local out = {}
+for i = 1, math.min(k, #ranked) do
+  local m = ranked[i].m
+  out[i] = memory_reply(m, reported(m, ranked[i].ln, p), rcall('HGET', KEY.text, m.id))
+end
+return out
