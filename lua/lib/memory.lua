@@ -12,6 +12,8 @@
 --
 -- Forward decay: a non-whitelisted memory's score at time t is
 --   (importance + jitter) * 0.5^(age / half_life_s) * (decay ticks since last access)
+-- (a whitelisted one's is importance * whitelist_boost + jitter; jitter < 1 times
+-- recency and ticks stays below policy.jitter either way)
 -- Its logarithm splits into a per-memory part fixed at the last access,
 --   decay key = ln(importance + jitter) + lambda * (last_access - epoch) - D(last_access)
 -- and a part shared by the whole namespace, -lambda * (t - epoch) + D(t), where
@@ -63,7 +65,7 @@ local function ln_score(m, now, p, st)
   if m.cold then
     return math.log(m.imp + m.j) - p.lambda * math.max(0, now - m.la) / 1000
   end
-  if m.wl then return math.log((m.imp + m.j) * p.whitelist_boost) end
+  if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
   local key = rcall('ZSCORE', KEY.fresh, m.id) or rcall('ZSCORE', KEY.hot, m.id)
   return ln_decayed(tonumber(key), m, now, p, st)
 end

@@ -1,0 +1,54 @@
+"""Fixtures: every test runs against real servers, the embedded Valkey and redis-server.
+
+Without ``redis-server`` on the PATH the Redis leg is skipped, unless
+MEMEVICT_REQUIRE_REDIS=1 (set by .ci/run), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis
+
+from memevict import MemoryStore, Policy
+from tests.servers import Server, redis_binary, valkey_binary
+
+SERVERS = ("valkey", "redis")
+
+
+@pytest.fixture(scope="session", params=SERVERS)
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    if request.param == "valkey":
+        binary = valkey_binary()
+    else:
+        found = redis_binary()
+        if found is None:
+            if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":
+                pytest.fail("redis-server not found and MEMEVICT_REQUIRE_REDIS=1")
+            pytest.skip("redis-server not installed")
+        binary = found
+    started = Server(binary).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[redis.Redis]:
+    c = server.client()
+    c.flushall()
+    c.script_flush()
+    yield c
+    c.close()
+
+
+StoreFactory = Callable[..., MemoryStore]
+
+
+@pytest.fixture
+def make_store(client: redis.Redis) -> StoreFactory:
+    def make(namespace: str = "t", **policy: float) -> MemoryStore:
+        return MemoryStore(client, namespace, Policy(**policy))  # type: ignore[arg-type]
+
+    return make
