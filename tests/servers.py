@@ -46,8 +46,18 @@ class Server:
 
     def start(self, timeout: float = 10.0) -> Server:
         args = [
-            self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(self.directory), *self.extra,
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.directory),
+            *self.extra,
         ]
         log = open(self.directory / "server.log", "ab")  # noqa: SIM115 (lives with the process)
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

@@ -1,0 +1,112 @@
+"""The command line, against the test servers and the embedded server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import redis
+from click.testing import CliRunner
+from memevict.cli import main
+from memevict.scripts import specs
+
+from tests.servers import Server
+
+T0 = "1700000000000"
+
+
+def run(server: Server, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["--url", server.url, "--namespace", "cli", *args])
+    return result.exit_code, result.output
+
+
+def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
+    assert run(server, "remember", "pw", "-i", "10", "--text", "swordfish", "--now", T0)[0] == 0
+    code, out = run(server, "remember", "hi", "-i", "1", "--now", T0, "--json")
+    assert code == 0 and json.loads(out)["evicted"] == []
+    code, out = run(server, "get", "pw", "--now", T0, "--json")
+    memory = json.loads(out)
+    assert code == 0 and memory["text"] == "swordfish" and memory["tier"] == "hot"
+    assert 10 <= memory["score"] < 10.001
+    code, out = run(server, "top", "-k", "1", "--now", T0, "--json")
+    assert [m["id"] for m in json.loads(out)] == ["pw"]
+    code, out = run(server, "stats", "--now", T0, "--json")
+    assert json.loads(out) == {"hot": 2, "cold": 0, "whitelisted": 0, "protected": 2}
+
+
+def test_policy_show_and_set(server: Server, client: redis.Redis) -> None:
+    code, out = run(server, "policy", "--json")
+    assert code == 0 and json.loads(out)["max_hot"] == 100
+    code, out = run(server, "policy", "--max-hot", "5", "--half-life-s", "60", "--json")
+    assert code == 0 and json.loads(out)["max_hot"] == 5
+    code, out = run(server, "policy", "--json")
+    assert json.loads(out)["half_life_s"] == 60.0
+
+
+def test_every_command_runs(server: Server, client: redis.Redis) -> None:
+    run(server, "policy", "--max-hot", "1", "--protect-s", "0")
+    steps = [
+        ["remember", "a", "-i", "2", "--now", T0],
+        ["remember", "b", "-i", "3", "--now", T0],
+        ["recall", "a", "--now", T0],
+        ["whitelist", "a", "--now", T0],
+        ["demote", "a", "--now", T0],
+        ["touch", "a", "--now", T0],
+        ["decay", "0.5"],
+        ["evict", "--now", T0],
+        ["forget", "a"],
+        ["scripts"],
+        ["load"],
+    ]
+    for step in steps:
+        code, out = run(server, *step)
+        assert code == 0, (step, out)
+    code, out = run(server, "load", "--json")
+    assert json.loads(out) == {name: spec.sha for name, spec in specs().items()}
+
+
+def test_bad_arguments_exit_non_zero_with_one_line(server: Server, client: redis.Redis) -> None:
+    for args in (
+        ["remember", "x", "-i", "nan"],
+        ["remember", "", "-i", "1"],
+        ["decay", "2"],
+        ["recall", "nope"],
+        ["get", "nope"],
+        ["--namespace", "a{b", "stats"],
+    ):
+        code, out = run(server, *args)
+        assert code != 0, args
+        assert len(out.strip().splitlines()) == 1 and "Traceback" not in out, (args, out)
+
+
+def test_unreachable_server_is_one_line() -> None:
+    result = CliRunner().invoke(main, ["--url", "redis://127.0.0.1:1/0", "stats"])
+    assert result.exit_code != 0
+    assert "cannot reach the server" in result.output
+
+
+def test_demo_keeps_the_critical_facts(server: Server, client: redis.Redis) -> None:
+    code, out = run(server, "demo")
+    assert code == 0, out
+    table = out.split("Critical facts:")[1]
+    for line in table.strip().splitlines()[1:]:
+        assert line.split()[1] == "kept", line
+
+
+def test_embedded_server_persists_between_commands(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMEVICT_HOME": str(tmp_path / "home")}
+    env.pop("REDIS_URL", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memevict", *args], env=env, capture_output=True, text=True
+        )
+
+    first = cli("remember", "fact", "-i", "7", "--text", "kept across runs")
+    assert first.returncode == 0, first.stderr
+    second = cli("get", "fact", "--json")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["text"] == "kept across runs"

@@ -1,0 +1,125 @@
+"""The script registry: headers, NOSCRIPT recovery, one round trip per call, the wheel."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from memevict import MemoryStore, Policy
+from memevict.scripts import lua_root, specs
+from redis.connection import Connection
+
+from tests.servers import Server
+
+ROOT = Path(__file__).resolve().parent.parent
+T0 = 1_700_000_000_000
+
+
+def test_every_script_declares_what_it_uses() -> None:
+    assert {p.stem for p in (ROOT / "lua").glob("*.lua")} == set(specs())
+    for spec in specs().values():
+        script_file = (ROOT / "lua" / f"{spec.name}.lua").read_text()
+        code = "\n".join(line for line in script_file.splitlines() if not line.startswith("--"))
+        assert set(re.findall(r"\bKEY\.(\w+)", code)) <= set(spec.keys), spec.name
+        used_args = set(re.findall(r"\bARG\.(\w+)", code))
+        assert used_args <= set(spec.args), spec.name
+        if spec.name != "configure":  # configure reads its policy fields as ARGV[i + 1]
+            assert used_args == set(spec.args), spec.name
+        assert "redis.call" not in code  # scripts call through rcall from lib/args.lua
+        assert spec.errors and spec.errors[0] == "ARITY", spec.name
+        for code_name in spec.errors:
+            assert f"'{code_name}'" in spec.source, (spec.name, code_name)
+
+
+def test_no_key_name_is_built_inside_lua() -> None:
+    for path in (ROOT / "lua").rglob("*.lua"):
+        assert "memevict:" not in path.read_text(), path
+
+
+def test_scripts_are_read_from_the_package() -> None:
+    names = {entry.name for entry in lua_root().iterdir()}
+    assert {f"{name}.lua" for name in specs()} <= names
+
+
+class CountingConnection(Connection):
+    commands: list[str] = []
+
+    def send_command(self, *args: Any, **kwargs: Any) -> None:
+        CountingConnection.commands.append(str(args[0]))
+        super().send_command(*args, **kwargs)
+
+
+def test_every_method_is_one_round_trip(server: Server) -> None:
+    pool = redis.ConnectionPool(
+        host="127.0.0.1", port=server.port, connection_class=CountingConnection
+    )
+    client = redis.Redis(connection_pool=pool)
+    client.flushall()
+    store = MemoryStore(client, "rt", Policy(max_hot=2, protect_s=0))
+    store.registry.load()
+    calls: list[Callable[[], object]] = [
+        lambda: store.remember("a", 1.0, text="x", now=T0),
+        lambda: store.remember("b", 2.0, now=T0),
+        lambda: store.remember("c", 3.0, whitelist=True, now=T0),
+        lambda: store.touch("b", now=T0),
+        lambda: store.decay(0.9),
+        lambda: store.evict(now=T0),
+        lambda: store.whitelist("b", now=T0),
+        lambda: store.demote("b", now=T0),
+        lambda: store.recall("a", now=T0),
+        lambda: store.get("a", now=T0),
+        lambda: store.top(5, now=T0),
+        lambda: store.stats(now=T0),
+        lambda: store.forget("a"),
+    ]
+    for call in calls:
+        CountingConnection.commands.clear()
+        call()
+        assert CountingConnection.commands == ["EVALSHA"]
+    client.close()
+
+
+def test_calls_survive_script_flush(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(protect_s=0))
+    store.remember("a", 1.0, now=T0)
+    client.script_flush()
+    assert client.script_exists(specs()["remember"].sha) == [False]
+    store.remember("b", 2.0, now=T0)
+    assert client.script_exists(specs()["remember"].sha) == [True]
+    assert [m.id for m in store.top(2, now=T0)] == ["b", "a"]
+
+
+def test_calls_survive_flushall(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
+    client.flushall()
+    client.script_flush()
+    r = store.remember("a", 1.0, now=T0)
+    assert r.evicted == ()
+    assert store.remember("b", 2.0, now=T0).evicted == ("a",)  # the store's policy came back
+
+
+def test_load_returns_the_shas(client: redis.Redis) -> None:
+    loaded = MemoryStore(client, "ns").registry.load()
+    assert loaded == {name: spec.sha for name, spec in specs().items()}
+    assert all(client.script_exists(*loaded.values()))
+
+
+@pytest.mark.slow
+def test_the_wheel_contains_every_script(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("memevict-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in (ROOT / "lua").rglob("*.lua"):
+        assert f"memevict/lua/{path.relative_to(ROOT / 'lua')}" in names
+    assert "memevict/py.typed" in names
