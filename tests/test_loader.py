@@ -8,7 +8,7 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import redis
@@ -49,7 +49,7 @@ def test_scripts_are_read_from_the_package() -> None:
 
 
 class CountingConnection(Connection):
-    commands: list[str] = []
+    commands: ClassVar[list[str]] = []
 
     def send_command(self, *args: Any, **kwargs: Any) -> None:
         CountingConnection.commands.append(str(args[0]))
