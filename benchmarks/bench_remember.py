@@ -46,9 +46,7 @@ def server(url: str | None) -> Iterator[redis.Redis]:
 
 
 def peers(client: redis.Redis, capacity: int) -> dict[str, Callable[[int], None]]:
-    store = MemoryStore(
-        client, "bench", Policy(max_hot=capacity, protect_s=0), replace_policy=True
-    )
+    store = MemoryStore(client, "bench", Policy(max_hot=capacity, protect_s=0), replace_policy=True)
     for i in range(capacity):
         store.remember(f"warm-{i}", 1.0 + i % 10)
     noop = client.register_script(NOOP)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import redis
-from memevict import MemoryStore, Policy
 
+from memevict import MemoryStore, Policy
 from tests.servers import Server, redis_binary, valkey_binary
 
 SERVERS = ("valkey", "redis")

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 import redis
+
 from memevict import (
     ArityError,
     BadArgument,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import redis
 from click.testing import CliRunner
+
 from memevict.cli import main
 from memevict.scripts import specs
-
 from tests.servers import Server
 
 T0 = "1700000000000"

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 import pytest
 import redis
-from memevict import MemoryStore, Policy
-from memevict.scripts import lua_root, specs
 from redis.connection import Connection
 
+from memevict import MemoryStore, Policy
+from memevict.scripts import lua_root, specs
 from tests.servers import Server
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 import redis
+
 from memevict import BadPolicy, MemoryStore, Policy, PolicyMismatch
 
 T0 = 1_700_000_000_000

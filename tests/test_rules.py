@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 import redis
+
 from memevict import NotFound
 from memevict.scripts import key_name
-
 from tests.conftest import StoreFactory
 
 T0 = 1_700_000_000_000
