@@ -3,14 +3,18 @@
 -- and return the policy now in force. Every worker sharing a namespace then
 -- runs with the same parameters. The first call also starts the namespace's
 -- clock: decay keys count time from this epoch rather than from 1970, which
--- keeps them small and precise.
+-- keeps them small and precise. A replaced policy applies at once: a lower
+-- whitelist_cap demotes, a lower max_hot or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy fields
 -- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (jitter counter)
--- KEYS[3] meta: hash, id -> packed metadata (read when half_life_s changes)
--- KEYS[4] hot: zset, evictable hot memories by decay key (rewritten when half_life_s changes)
--- KEYS[5] fresh: zset, protected hot memories by decay key (rewritten when half_life_s changes)
--- KEYS[6] wl: zset, whitelisted memories by whitelist key (rewritten when half_life_s changes)
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
 --
 -- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always stores it
 -- ARGV[2] max_hot: whole number >= 1, hot memories kept before eviction starts
@@ -88,5 +92,11 @@ end
 rcall('HSET', KEY.policy, unpack(fields))
 if rcall('HSETNX', KEY.state, 'epoch', now) == 1 then
   rcall('HSET', KEY.state, 'decay', 0, 'seq', 0)
+end
+if status == 'replaced' then
+  local p, st = load_policy()
+  expire_protection(now)
+  cap_whitelist(now, p, st)
+  enforce(now, p)
 end
 return reply(status, given)

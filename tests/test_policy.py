@@ -73,3 +73,16 @@ def test_replacing_the_half_life_keeps_scores_right(client: redis.Redis) -> None
 def test_bad_policy_fields_are_rejected(fields: dict[str, float]) -> None:
     with pytest.raises(BadPolicy):
         Policy(**fields)  # type: ignore[arg-type]
+
+
+def test_a_replaced_policy_applies_at_once(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=10, whitelist_cap=5, protect_s=0))
+    for i in range(4):
+        store.remember(f"w{i}", 1.0 + i, whitelist=True, now=T0)
+    for i in range(6):
+        store.remember(f"m{i}", 1.0 + i, now=T0)
+    store.set_policy(Policy(max_hot=5, whitelist_cap=2, protect_s=0))
+    s = store.stats()
+    assert (s.whitelisted, s.hot, s.cold) == (2, 5, 5)
+    top_ids = {m.id for m in store.top(5)}
+    assert {"w2", "w3"} <= top_ids  # the two highest whitelisted stay whitelisted
