@@ -12,7 +12,9 @@ from typing import Any, ClassVar
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
 from redis.connection import Connection
+from redis.retry import Retry
 
 from memevict import MemoryStore, Policy
 from memevict.scripts import lua_root, specs
@@ -123,3 +125,25 @@ def test_the_wheel_contains_every_script(tmp_path: Path) -> None:
     for path in (ROOT / "lua").rglob("*.lua"):
         assert f"memevict/lua/{path.relative_to(ROOT / 'lua')}" in names
     assert "memevict/py.typed" in names
+
+
+def test_calls_survive_a_server_restart(server: Server) -> None:
+    own = Server(server.binary).start()
+    try:
+        client = own.client(retry=Retry(NoBackoff(), 0))
+        store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
+        store.remember("a", 1.0, now=T0)
+        assert own.process is not None
+        own.process.kill()
+        own.process.wait()
+        own.process = None
+        with pytest.raises(redis.ConnectionError):
+            store.stats()
+        own.start()
+        # no persistence: the store puts its policy back and the scripts are reloaded
+        r = store.remember("b", 2.0, now=T0)
+        assert r.evicted == ()
+        assert store.remember("c", 3.0, now=T0).evicted == ("b",)
+        client.close()
+    finally:
+        own.stop()
