@@ -50,9 +50,7 @@ for i, f in ipairs(POLICY) do
 end
 local now = arg_now(ARG.now)
 
-local names = {}
-for i, f in ipairs(POLICY) do names[i] = f[1] end
-local stored = rcall('HMGET', KEY.policy, unpack(names))
+local stored = rcall('HMGET', KEY.policy, unpack(policy_names()))
 
 local function reply(status, values)
   local out = {status}

@@ -29,10 +29,14 @@ local function policy_value(field, s)
   return x
 end
 
-local function load_policy()
+local function policy_names()
   local names = {}
   for i, f in ipairs(POLICY) do names[i] = f[1] end
-  local raw = rcall('HMGET', KEY.policy, unpack(names))
+  return names
+end
+
+local function load_policy()
+  local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
   local state = rcall('HMGET', KEY.state, 'epoch', 'decay', 'seq')
   if raw[1] == false or state[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
