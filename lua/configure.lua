@@ -26,14 +26,15 @@
 -- ARGV[8] score_min: number >= 0, floor of reported non-whitelisted scores
 -- ARGV[9] jitter: number >= 0, tie-breaking offsets lie in (0, jitter)
 -- ARGV[10] cold_max: whole number >= 0, most memories in the cold tier
--- ARGV[11] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[11] retry_window_s: number >= 0, seconds a write call's receipt is kept (0: none)
+-- ARGV[12] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [status, max_hot, evict_batch, half_life_s, whitelist_boost,
---   whitelist_cap, protect_s, score_min, jitter, cold_max] with status one of
+--   whitelist_cap, protect_s, score_min, jitter, cold_max, retry_window_s] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced'; the fields as strings, the policy in force after the call.
 --   Replacing half_life_s rewrites every hot key: O(hot memories).
--- Errors: ARITY, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua

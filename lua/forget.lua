@@ -1,26 +1,38 @@
 #!lua
 -- forget: delete a memory everywhere (hot or cold, metadata and text).
 --
--- KEYS[1] meta: hash, id -> packed metadata
--- KEYS[2] text: hash, id -> text
--- KEYS[3] hot: zset, evictable hot memories by decay key
--- KEYS[4] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[5] prot: zset, possibly protected hot memories by protected-until ms
--- KEYS[6] wl: zset, whitelisted memories by whitelist key
--- KEYS[7] cold: zset, cold memories by last use ms
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
+-- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
 --
 -- ARGV[1] id: string, 1..1024 bytes
+-- ARGV[2] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
+--   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: 1 if the memory existed and was deleted, 0 if it was unknown.
--- Errors: ARITY, WRONG_TYPE, BAD_ID
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY
 --@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/receipts.lua
 
 check_call()
 local id = arg_id(ARG.id)
+local call = arg_call(ARG.call)
+local p = load_policy()
 
-if rcall('HDEL', KEY.meta, id) == 0 then return 0 end
-rcall('HDEL', KEY.text, id)
-for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
-  rcall('ZREM', index, id)
-end
-return 1
+return once(call, p, function()
+  if rcall('HDEL', KEY.meta, id) == 0 then return 0 end
+  rcall('HDEL', KEY.text, id)
+  for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
+    rcall('ZREM', index, id)
+  end
+  return 1
+end)

@@ -1,6 +1,6 @@
-#!lua
--- get: one memory, hot or cold, with its score now. Reading a cold memory
--- counts as a use for the cold tier's least-recently-used order.
+#!lua flags=no-writes
+-- get: one memory, hot or cold, with its score now. Read-only, so it runs
+-- on replicas and on a server at maxmemory.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay and jitter counter
@@ -8,7 +8,6 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] cold: zset, cold memories by last use ms
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
@@ -17,7 +16,7 @@
 --   protected_until, created, last_access, text] with importance and score
 --   strings (%.17g), tier 'hot' or 'cold', whitelisted 0|1, the times whole
 --   ms, and text nil when none was stored.
--- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -29,5 +28,4 @@ local p, st = load_policy()
 
 local m = read_meta(id)
 if not m then return nil end
-if m.cold then rcall('ZADD', KEY.cold, now, id) end
 return memory_reply(m, reported(m, ln_score(m, now, p, st), p), rcall('HGET', KEY.text, id))

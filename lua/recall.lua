@@ -13,28 +13,36 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
+-- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[3] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
+--   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [score, [evicted id, ...], [], over] as remember (nothing is demoted).
--- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY, NOT_FOUND
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
+--@include lib/receipts.lua
 
 check_call()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
+local call = arg_call(ARG.call)
 local p, st = load_policy()
-local m = read_meta(id)
-if not m then fail('NOT_FOUND', 'no memory ' .. id) end
 
-expire_protection(now)
-if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
-refresh(m, now, p)
-write_meta(m)
-place(m, now, p, st)
-local score = reported(m, ln_score(m, now, p, st), p)
-local evicted, over = enforce(now, p)
-return {fmt(score), evicted, {}, over}
+return once(call, p, function()
+  local m = read_meta(id)
+  if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+  expire_protection(now)
+  if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
+  refresh(m, now, p)
+  write_meta(m)
+  place(m, now, p, st)
+  local score = reported(m, ln_score(m, now, p, st), p)
+  local evicted, over = enforce(now, p)
+  return {fmt(score), evicted, {}, over}
+end)

@@ -18,6 +18,8 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
+-- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] importance: decimal number, finite and > 0
@@ -25,15 +27,18 @@
 -- ARGV[4] has_text: 0|1, 1 stores text (replacing any), 0 keeps the stored text
 -- ARGV[5] whitelist: 0|1, 1 whitelists the memory, 0 keeps its whitelist status
 -- ARGV[6] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[7] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
+--   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over] where score is
 --   the memory's score now (string, %.17g) and over (integer) is how far the
 --   hot tier is still above max_hot because only whitelisted and protected
 --   memories are left to evict.
--- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
+--@include lib/receipts.lua
 
 check_call()
 local id = arg_id(ARG.id)
@@ -41,29 +46,32 @@ local importance = arg_importance(ARG.importance)
 local has_text = arg_flag(ARG.has_text, 'has_text')
 local whitelist = arg_flag(ARG.whitelist, 'whitelist')
 local now = arg_now(ARG.now)
+local call = arg_call(ARG.call)
 local p, st = load_policy()
 
 -- Writes start here.
-expire_protection(now)
-local m = read_meta(id)
-if m then
-  if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
-else
-  m = {id = id, created = now, wl = false}
-end
-m.imp = importance
-m.j = next_jitter(p)
-m.wl = m.wl or whitelist
-refresh(m, now, p)
-write_meta(m)
-if has_text then rcall('HSET', KEY.text, id, ARG.text) end
-place(m, now, p, st)
+return once(call, p, function()
+  local m = read_meta(id)
+  expire_protection(now)
+  if m then
+    if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
+  else
+    m = {id = id, created = now, wl = false}
+  end
+  m.imp = importance
+  m.j = next_jitter(p)
+  m.wl = m.wl or whitelist
+  refresh(m, now, p)
+  write_meta(m)
+  if has_text then rcall('HSET', KEY.text, id, ARG.text) end
+  place(m, now, p, st)
 
-local demoted = {}
-if whitelist then
-  demoted = cap_whitelist(now, p, st)
-  m = read_meta(id)
-end
-local score = reported(m, ln_score(m, now, p, st), p)
-local evicted, over = enforce(now, p)
-return {fmt(score), evicted, demoted, over}
+  local demoted = {}
+  if whitelist then
+    demoted = cap_whitelist(now, p, st)
+    m = read_meta(id)
+  end
+  local score = reported(m, ln_score(m, now, p, st), p)
+  local evicted, over = enforce(now, p)
+  return {fmt(score), evicted, demoted, over}
+end)

@@ -12,7 +12,7 @@
 -- Returns: [hot, cold, whitelisted, protected], integers; hot counts every
 --   hot memory (whitelisted and protected included); protected counts hot
 --   memories whose protection runs past now.
--- Errors: ARITY, WRONG_TYPE, BAD_NOW
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW
 --@include lib/args.lua
 
 check_call()

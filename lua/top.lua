@@ -16,7 +16,7 @@
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [memory, ...], each memory as get returns it.
--- Errors: ARITY, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua

@@ -1,34 +1,50 @@
 #!lua
 -- touch: mark a hot memory as used now. Its age and accumulated decay ticks
 -- start again (it is as fresh as a new memory); its protection window and
--- jitter are unchanged. A cold or unknown id is left alone.
+-- jitter are unchanged. A cold or unknown id is left alone. A memory whose
+-- protection has run out becomes evictable here, so the hot tier is then
+-- brought back to max_hot as remember does.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay and jitter counter
 -- KEYS[3] meta: hash, id -> packed metadata
--- KEYS[4] hot: zset, evictable hot memories by decay key
--- KEYS[5] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[6] prot: zset, possibly protected hot memories by protected-until ms
--- KEYS[7] wl: zset, whitelisted memories by whitelist key
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
+-- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[3] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
+--   returns the first reply and writes nothing ('' for no receipt)
 --
--- Returns: 1 if the memory is hot and was touched, 0 if it is cold or unknown.
--- Errors: ARITY, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY
+-- Returns: nil if the memory is cold or unknown, else [score, [evicted id, ...],
+--   [], over] as remember.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
+--@include lib/receipts.lua
 
 check_call()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
+local call = arg_call(ARG.call)
 local p, st = load_policy()
 
-local m = read_meta(id)
-if not m or m.cold then return 0 end
-m.la = now
-write_meta(m)
-unplace(m)
-place(m, now, p, st)
-return 1
+return once(call, p, function()
+  local m = read_meta(id)
+  if not m or m.cold then return false end
+  expire_protection(now)
+  m.la = now
+  write_meta(m)
+  unplace(m)
+  place(m, now, p, st)
+  local score = reported(m, ln_score(m, now, p, st), p)
+  local evicted, over = enforce(now, p)
+  return {fmt(score), evicted, {}, over}
+end)

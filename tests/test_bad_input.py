@@ -96,6 +96,7 @@ def good_args(script: str) -> dict[str, str]:
         "rate": "0.5",
         "k": "3",
         "mode": "replace",
+        "call": "",
     }
     base.update(Policy(max_hot=2).to_args())
     return {name: base[name] for name in specs()[script].args}

@@ -66,25 +66,26 @@ def test_every_method_is_one_round_trip(server: Server) -> None:
     client.flushall()
     store = MemoryStore(client, "rt", Policy(max_hot=2, protect_s=0))
     store.registry.load()
-    calls: list[Callable[[], object]] = [
-        lambda: store.remember("a", 1.0, text="x", now=T0),
-        lambda: store.remember("b", 2.0, now=T0),
-        lambda: store.remember("c", 3.0, whitelist=True, now=T0),
-        lambda: store.touch("b", now=T0),
-        lambda: store.decay(0.9),
-        lambda: store.evict(now=T0),
-        lambda: store.whitelist("b", now=T0),
-        lambda: store.demote("b", now=T0),
-        lambda: store.recall("a", now=T0),
-        lambda: store.get("a", now=T0),
-        lambda: store.top(5, now=T0),
-        lambda: store.stats(now=T0),
-        lambda: store.forget("a"),
+    # Read-only scripts go out as EVALSHA_RO, so replicas and read-only users serve them.
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("EVALSHA", lambda: store.remember("a", 1.0, text="x", now=T0)),
+        ("EVALSHA", lambda: store.remember("b", 2.0, now=T0)),
+        ("EVALSHA", lambda: store.remember("c", 3.0, whitelist=True, now=T0)),
+        ("EVALSHA", lambda: store.touch("b", now=T0)),
+        ("EVALSHA", lambda: store.decay(0.9)),
+        ("EVALSHA", lambda: store.evict(now=T0)),
+        ("EVALSHA", lambda: store.whitelist("b", now=T0)),
+        ("EVALSHA", lambda: store.demote("b", now=T0)),
+        ("EVALSHA", lambda: store.recall("a", now=T0)),
+        ("EVALSHA_RO", lambda: store.get("a", now=T0)),
+        ("EVALSHA_RO", lambda: store.top(5, now=T0)),
+        ("EVALSHA_RO", lambda: store.stats(now=T0)),
+        ("EVALSHA", lambda: store.forget("a")),
     ]
-    for call in calls:
+    for command, call in calls:
         CountingConnection.commands.clear()
         call()
-        assert CountingConnection.commands == ["EVALSHA"]
+        assert CountingConnection.commands == [command]
     client.close()
 
 

@@ -50,12 +50,12 @@ def test_touch_makes_a_memory_fresh_again(make_store: StoreFactory) -> None:
     store = make_store(protect_s=0)
     store.remember("a", 6.0, now=T0)
     store.decay(0.5)
-    assert store.touch("a", now=T0 + 3600 * S)
+    assert store.touch("a", now=T0 + 3600 * S) is not None
     m = store.get("a", now=T0 + 3600 * S)
     assert m is not None and m.last_access == T0 + 3600 * S
     # age and the decay tick both start again
     assert 6.0 <= m.score < 6.0 + JITTER
-    assert not store.touch("unknown", now=T0)
+    assert store.touch("unknown", now=T0) is None
 
 
 def test_remember_upserts(make_store: StoreFactory) -> None:
@@ -254,8 +254,8 @@ def test_whitelist_and_demote(make_store: StoreFactory) -> None:
         store.decay(0.5)
     r = store.whitelist("a", now=T0 + 10 * S)
     assert r.demoted == () and 100.0 <= r.score < 100.0 + JITTER
-    assert store.demote("a", now=T0 + 1800 * S)
-    assert not store.demote("a", now=T0 + 1800 * S)
+    assert store.demote("a", now=T0 + 1800 * S).demoted == ("a",)
+    assert store.demote("a", now=T0 + 1800 * S).demoted == ()  # no longer whitelisted
     a = store.get("a", now=T0 + 1800 * S)
     assert a is not None and not a.whitelisted
     # importance x recency since the last access; no decay ticks from before
@@ -280,16 +280,16 @@ def test_evicted_memory_keeps_its_metadata_and_text(make_store: StoreFactory) ->
     assert store.stats(now=T0 + S).cold == 1
 
 
-def test_cold_tier_drops_least_recently_used(make_store: StoreFactory) -> None:
+def test_cold_tier_drops_least_recently_evicted(make_store: StoreFactory) -> None:
     store = make_store(max_hot=1, protect_s=0, cold_max=2)
     store.remember("m1", 1.0, now=T0)
     store.remember("m2", 2.0, now=T0 + 1 * S)  # m1 -> cold
     store.remember("m3", 3.0, now=T0 + 2 * S)  # m2 -> cold
-    assert store.get("m1", now=T0 + 3 * S) is not None  # a read counts as use
-    store.remember("m4", 4.0, now=T0 + 4 * S)  # m3 -> cold; m2 is least recently used
-    assert store.get("m2", now=T0 + 5 * S) is None
-    m1, m3 = store.get("m1", now=T0 + 5 * S), store.get("m3", now=T0 + 5 * S)
-    assert m1 is not None and m3 is not None and m1.tier == m3.tier == "cold"
+    assert store.get("m1", now=T0 + 3 * S) is not None  # get is read-only: not a use
+    store.remember("m4", 4.0, now=T0 + 4 * S)  # m3 -> cold; m1 was evicted first
+    assert store.get("m1", now=T0 + 5 * S) is None
+    m2, m3 = store.get("m2", now=T0 + 5 * S), store.get("m3", now=T0 + 5 * S)
+    assert m2 is not None and m3 is not None and m2.tier == m3.tier == "cold"
 
 
 def test_recall_brings_a_cold_memory_back_fresh(make_store: StoreFactory) -> None:
@@ -325,9 +325,10 @@ def test_forget_deletes_everywhere(make_store: StoreFactory, client: redis.Redis
     store.remember("cold", 1.0, text="y", now=T0)
     store.evict(now=T0 + 60 * S)
     store.remember("fresh", 1.0, now=T0 + 60 * S)
-    store.demote("hot", now=T0 + 60 * S)  # demote does not evict
+    # demoted and past its protection, "hot" is evictable: the hot tier is full
+    assert store.demote("hot", now=T0 + 60 * S).evicted == ("hot",)
     s = store.stats(now=T0 + 60 * S)
-    assert (s.hot, s.cold, s.protected) == (2, 1, 1)
+    assert (s.hot, s.cold, s.protected) == (1, 2, 1)
     for memory_id in ("hot", "cold", "fresh"):
         assert store.forget(memory_id)
         assert store.get(memory_id, now=T0) is None

@@ -185,7 +185,11 @@ def _done(as_json: bool, id: str, verb: str, ok: bool) -> None:
 def touch(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
     """Mark a hot memory as used now."""
     with _store(ctx) as store:
-        _done(as_json, id, "touch", store.touch(id, now=now))
+        r = store.touch(id, now=now)
+    if r is None:
+        _done(as_json, id, "touch", False)
+    else:
+        _emit(r, as_json, lambda: _remembered_line(r))
 
 
 @main.command()
@@ -196,7 +200,8 @@ def touch(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
 def demote(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
     """Make a whitelisted memory ordinary."""
     with _store(ctx) as store:
-        _done(as_json, id, "demote", store.demote(id, now=now))
+        r = store.demote(id, now=now)
+    _emit(r, as_json, lambda: _remembered_line(r))
 
 
 @main.command()

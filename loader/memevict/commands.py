@@ -9,6 +9,7 @@ sends the call, so sync and async stores share every line of this.
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
@@ -34,23 +35,40 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
 
 
+# Braces would break the {namespace} hash tag; glob characters would widen an
+# ACL key pattern such as ~memevict:{namespace}:* to other namespaces.
+_NAMESPACE_FORBIDDEN = frozenset("{}*?[]\\")
+
+
 def check_namespace(namespace: str) -> str:
     if not isinstance(namespace, str) or not namespace:
         raise BadNamespace("namespace must be a non-empty string")
-    if "{" in namespace or "}" in namespace:
-        raise BadNamespace(f"namespace must not contain '{{' or '}}': {namespace!r}")
+    if any(c in _NAMESPACE_FORBIDDEN or not c.isprintable() or c.isspace() for c in namespace):
+        raise BadNamespace(
+            f"namespace must be printable, without spaces or any of {{ }} * ? [ ] \\: {namespace!r}"
+        )
     if len(namespace.encode("utf-8")) > MAX_NAMESPACE_BYTES:
         raise BadNamespace(f"namespace must be at most {MAX_NAMESPACE_BYTES} bytes")
     return namespace
 
 
-def _id(memory_id: str) -> str:
+def _id(memory_id: str) -> bytes:
+    # Ids are sent as UTF-8 bytes; ids read back that are not UTF-8 arrive as
+    # str with surrogate escapes (see _str) and are sent back as the same bytes.
     if not isinstance(memory_id, str):
         raise BadId(f"id must be a str, got {type(memory_id).__name__}")
-    size = len(memory_id.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= MAX_ID_BYTES:
-        raise BadId(f"id must be 1..{MAX_ID_BYTES} bytes, got {size}")
-    return memory_id
+    try:
+        raw = memory_id.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise BadId(f"id is not encodable as UTF-8: {memory_id!r}") from None
+    if not 1 <= len(raw) <= MAX_ID_BYTES:
+        raise BadId(f"id must be 1..{MAX_ID_BYTES} bytes, got {len(raw)}")
+    return raw
+
+
+def _call() -> str:
+    """A fresh call id: the script stores its reply under it, so a resent call runs once."""
+    return secrets.token_hex(8)
 
 
 def _number(value: object) -> float | None:
@@ -109,6 +127,11 @@ def _remembered(memory_id: str) -> Callable[[Any], Remembered]:
     return parse
 
 
+def _remembered_or_none(memory_id: str) -> Callable[[Any], Remembered | None]:
+    parse = _remembered(memory_id)
+    return lambda reply: None if reply is None else parse(reply)
+
+
 def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
     def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
         status, *values = (_str(x) for x in reply)
@@ -121,26 +144,28 @@ def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[
 def remember(
     memory_id: str, importance: float, *, text: str | None, whitelist: bool, now: int | None
 ) -> Call[Remembered]:
-    args = {
+    args: dict[str, str | bytes] = {
         "id": _id(memory_id),
         "importance": _importance(importance),
         "text": "" if text is None else text,
         "has_text": "0" if text is None else "1",
         "whitelist": "1" if whitelist else "0",
         "now": _now(now),
+        "call": _call(),
     }
     return Call("remember", args, _remembered(memory_id))
 
 
-def touch(memory_id: str, *, now: int | None) -> Call[bool]:
-    return Call("touch", {"id": _id(memory_id), "now": _now(now)}, bool)
+def touch(memory_id: str, *, now: int | None) -> Call[Remembered | None]:
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "call": _call()}
+    return Call("touch", args, _remembered_or_none(memory_id))
 
 
 def decay(rate: float) -> Call[None]:
     x = _number(rate)
     if x is None or not 0 < x <= 1:
         raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
-    return Call("decay", {"rate": repr(x)}, lambda _: None)
+    return Call("decay", {"rate": repr(x), "call": _call()}, lambda _: None)
 
 
 def evict(*, now: int | None) -> Call[Evicted]:
@@ -148,23 +173,28 @@ def evict(*, now: int | None) -> Call[Evicted]:
         evicted, over = reply
         return Evicted(_ids(evicted), int(over))
 
-    return Call("evict", {"now": _now(now)}, parse)
+    return Call("evict", {"now": _now(now), "call": _call()}, parse)
+
+
+def _by_id(script: str, memory_id: str, now: int | None) -> Call[Remembered]:
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "call": _call()}
+    return Call(script, args, _remembered(memory_id))
 
 
 def whitelist(memory_id: str, *, now: int | None) -> Call[Remembered]:
-    return Call("whitelist", {"id": _id(memory_id), "now": _now(now)}, _remembered(memory_id))
+    return _by_id("whitelist", memory_id, now)
 
 
-def demote(memory_id: str, *, now: int | None) -> Call[bool]:
-    return Call("demote", {"id": _id(memory_id), "now": _now(now)}, bool)
+def demote(memory_id: str, *, now: int | None) -> Call[Remembered]:
+    return _by_id("demote", memory_id, now)
 
 
 def recall(memory_id: str, *, now: int | None) -> Call[Remembered]:
-    return Call("recall", {"id": _id(memory_id), "now": _now(now)}, _remembered(memory_id))
+    return _by_id("recall", memory_id, now)
 
 
 def forget(memory_id: str) -> Call[bool]:
-    return Call("forget", {"id": _id(memory_id)}, bool)
+    return Call("forget", {"id": _id(memory_id), "call": _call()}, bool)
 
 
 def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:

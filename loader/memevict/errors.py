@@ -55,6 +55,12 @@ class BadNamespace(InvalidArgument):
     code = "BAD_NAMESPACE"
 
 
+class BadKeys(InvalidArgument):
+    """KEYS do not follow the layout <prefix><role> with one shared prefix (raw script calls)."""
+
+    code = "BAD_KEYS"
+
+
 class WrongType(MemevictError):
     """A key of the namespace holds a value of the wrong Redis type."""
 
@@ -91,6 +97,18 @@ class ReadOnly(MemevictError):
     code = "READONLY"
 
 
+class PermissionDenied(MemevictError):
+    """The server's ACL refuses this user a command or a key memevict needs."""
+
+    code = "NOPERM"
+
+
+class Busy(MemevictError):
+    """The server is busy running another script past busy-reply-threshold; nothing ran."""
+
+    code = "BUSY"
+
+
 class UnexpectedReply(MemevictError):
     """The server answered with an error code memevict does not know."""
 
@@ -108,12 +126,15 @@ _BY_CODE: dict[str, type[MemevictError]] = {
         BadRate,
         BadPolicy,
         BadNamespace,
+        BadKeys,
         WrongType,
         NoPolicy,
         NotFound,
         PolicyMismatch,
         OutOfMemory,
         ReadOnly,
+        PermissionDenied,
+        Busy,
     )
 }
 

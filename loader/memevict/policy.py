@@ -19,6 +19,7 @@ _RANGES: Mapping[str, tuple[float, bool]] = {
     "score_min": (0, False),
     "jitter": (0, False),
     "cold_max": (0, False),
+    "retry_window_s": (0, False),
 }
 
 
@@ -34,7 +35,9 @@ class Policy:
     protect_s: seconds a remembered or recalled memory cannot be evicted.
     score_min: floor of reported non-whitelisted scores.
     jitter: tie-breaking offsets added to scores lie in (0, jitter).
-    cold_max: most memories in the cold tier; past it the least recently used go for good.
+    cold_max: most memories in the cold tier; past it the least recently evicted go for good.
+    retry_window_s: seconds a write call's receipt is kept, so that a call resent by the
+        client's retry within it is applied once (0 turns receipts off).
     """
 
     max_hot: int = 100
@@ -46,6 +49,7 @@ class Policy:
     score_min: float = 0.1
     jitter: float = 0.001
     cold_max: int = 10_000
+    retry_window_s: float = 60.0
 
     def __post_init__(self) -> None:
         for field in fields(self):

@@ -127,6 +127,7 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
     preamble = [
         f"local SCRIPT, NKEYS, NARGS = '{name}', {len(keys)}, {len(args)}",
         "local KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
+        "local KEY_ROLE = {" + ", ".join(f"'{r}'" for r, _ in keys) + "}",
         "local KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",
         "local ARG = {" + ", ".join(f"{a} = ARGV[{i}]" for i, (a, _) in enumerate(args, 1)) + "}",
     ]

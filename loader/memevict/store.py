@@ -2,36 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import redis
-from redis.commands.core import Script
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from memevict import commands
 from memevict.commands import Call
 from memevict.errors import NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
 from memevict.results import Evicted, Memory, Remembered, Stats
-from memevict.scripts import ScriptSpec, specs
+from memevict.scripts import ArgValue, ScriptSpec, specs
 
 T = TypeVar("T")
 
 
 class ScriptRegistry:
-    """The package's scripts registered on one client (redis-py ``Script``:
-    EVALSHA, and SCRIPT LOAD then a retry after NOSCRIPT)."""
+    """The package's scripts on one client.
+
+    A call is one EVALSHA (EVALSHA_RO for the read-only scripts, so replicas
+    and read-only ACL users can serve them). After NOSCRIPT (a restart, SCRIPT
+    FLUSH) it sends the source with EVAL, which runs the script and caches it
+    again in the same round trip, so a flush racing the call cannot fail it.
+    """
 
     def __init__(self, client: redis.Redis) -> None:
         self.specs: dict[str, ScriptSpec] = dict(specs())
-        self.scripts: dict[str, Script] = {
-            name: client.register_script(spec.source) for name, spec in self.specs.items()
-        }
         self._client = client
 
     def load(self) -> dict[str, str]:
         """SCRIPT LOAD every script now; returns name -> SHA1."""
         return {name: self._client.script_load(spec.source) for name, spec in self.specs.items()}
+
+    def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+        client = self._client
+        if spec.read_only:
+            try:
+                return client.evalsha_ro(spec.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                return client.eval_ro(spec.source, len(keys), *keys, *args)
+        try:
+            return client.evalsha(spec.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return client.eval(spec.source, len(keys), *keys, *args)
 
 
 class MemoryStore:
@@ -59,9 +73,8 @@ class MemoryStore:
 
     def _send(self, call: Call[T]) -> T:
         spec = self.registry.specs[call.script]
-        script = self.registry.scripts[call.script]
         try:
-            reply: Any = script(keys=self._keys[call.script], args=spec.argv(call.args))
+            reply = self.registry.run(spec, self._keys[call.script], spec.argv(call.args))
         except ResponseError as error:
             raise from_response(error) from None
         return call.parse(reply)
@@ -103,8 +116,9 @@ class MemoryStore:
         """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
         return self._run(commands.remember(id, importance, text=text, whitelist=whitelist, now=now))
 
-    def touch(self, id: str, *, now: int | None = None) -> bool:
-        """Marks a hot memory as used now; False if it is cold or unknown."""
+    def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
+        """Marks a hot memory as used now (evicting if that made the hot tier
+        too full); None if it is cold or unknown."""
         return self._run(commands.touch(id, now=now))
 
     def decay(self, rate: float) -> None:
@@ -119,8 +133,9 @@ class MemoryStore:
         """Whitelists a memory (recalling it if cold); raises NotFound for an unknown id."""
         return self._run(commands.whitelist(id, now=now))
 
-    def demote(self, id: str, *, now: int | None = None) -> bool:
-        """Makes a whitelisted memory ordinary; False if it was not whitelisted."""
+    def demote(self, id: str, *, now: int | None = None) -> Remembered:
+        """Makes a whitelisted memory ordinary (``demoted == (id,)``), evicting if that
+        made the hot tier too full; ``demoted`` is empty if it was not whitelisted."""
         return self._run(commands.demote(id, now=now))
 
     def recall(self, id: str, *, now: int | None = None) -> Remembered:

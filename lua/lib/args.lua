@@ -8,12 +8,22 @@ local function fail(code, detail)
   error(redis.error_reply(code .. ' ' .. detail))
 end
 
--- Arity and key types. A key of the wrong type planted in the namespace
--- would otherwise fail half way through a script, after earlier writes.
+-- Arity, key layout and key types. Every key must be <prefix><role> with one
+-- prefix shared by all KEYS (the namespace's, from the Python package),
+-- so a caller cannot swap two keys of the same type or mix namespaces. A key
+-- of the wrong type planted in the namespace would otherwise fail half way
+-- through a script, after earlier writes.
 local function check_call()
   if #KEYS ~= NKEYS or #ARGV ~= NARGS then
     fail('ARITY', SCRIPT .. ' takes ' .. NKEYS .. ' keys and ' .. NARGS ..
       ' args, got ' .. #KEYS .. ' and ' .. #ARGV)
+  end
+  local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #KEY_ROLE[1])
+  for i = 1, NKEYS do
+    if string.sub(prefix, -1) ~= ':' or KEYS[i] ~= prefix .. KEY_ROLE[i] then
+      fail('BAD_KEYS', 'KEYS[' .. i .. '] must be <prefix>:' .. KEY_ROLE[i] ..
+        ' with the prefix of KEYS[1], got ' .. string.sub(KEYS[i], 1, 300))
+    end
   end
   for i = 1, NKEYS do
     local t = rcall('TYPE', KEYS[i]).ok
@@ -44,11 +54,20 @@ local function whole(s, lo, hi)
 end
 
 local MAX_ID_BYTES = 1024
+local MAX_CALL_BYTES = 64
 local MAX_NOW_MS = 253402300799999 -- 9999-12-31T23:59:59.999Z
 
 local function arg_id(s)
   if #s == 0 or #s > MAX_ID_BYTES then
     fail('BAD_ID', 'id must be 1..' .. MAX_ID_BYTES .. ' bytes, got ' .. #s)
+  end
+  return s
+end
+
+-- A call id for receipts (lib/receipts.lua): up to 64 bytes, '' for none.
+local function arg_call(s)
+  if #s > MAX_CALL_BYTES then
+    fail('BAD_ARG', 'call must be at most ' .. MAX_CALL_BYTES .. ' bytes, got ' .. #s)
   end
   return s
 end

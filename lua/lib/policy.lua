@@ -13,6 +13,7 @@ local POLICY = {
   {'score_min', 'num', 0},
   {'jitter', 'num', 0},
   {'cold_max', 'int', 0},
+  {'retry_window_s', 'num', 0},
 }
 local MAX_INT = 9007199254740992 -- 2^53
 
