@@ -66,6 +66,15 @@ def _id(memory_id: str) -> bytes:
     return raw
 
 
+def _text(value: str) -> bytes:
+    if not isinstance(value, str):
+        raise BadArgument(f"text must be a str, got {type(value).__name__}")
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise BadArgument(f"text is not encodable as UTF-8: {value[:40]!r}") from None
+
+
 def _call() -> str:
     """A fresh call id: the script stores its reply under it, so a resent call runs once."""
     return secrets.token_hex(8)
@@ -96,27 +105,28 @@ def _now(now: int | None) -> str:
     return str(now)
 
 
-def _str(value: str | bytes) -> str:
+def as_text(value: str | bytes) -> str:
+    """A reply value as str; bytes that are not UTF-8 become surrogate escapes."""
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
 def _memory(reply: Sequence[Any]) -> Memory:
     id_, importance, score, tier, whitelisted, until, created, last, text = reply
     return Memory(
-        id=_str(id_),
+        id=as_text(id_),
         importance=float(importance),
         score=float(score),
-        tier=cast(Tier, _str(tier)),
+        tier=cast(Tier, as_text(tier)),
         whitelisted=bool(whitelisted),
         protected_until=int(until),
         created=int(created),
         last_access=int(last),
-        text=None if text is None else _str(text),
+        text=None if text is None else as_text(text),
     )
 
 
 def _ids(reply: Sequence[Any]) -> tuple[str, ...]:
-    return tuple(_str(x) for x in reply)
+    return tuple(as_text(x) for x in reply)
 
 
 def _remembered(memory_id: str) -> Callable[[Any], Remembered]:
@@ -134,7 +144,7 @@ def _remembered_or_none(memory_id: str) -> Callable[[Any], Remembered | None]:
 
 def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
     def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
-        status, *values = (_str(x) for x in reply)
+        status, *values = (as_text(x) for x in reply)
         return status, Policy.from_strings(dict(zip(policy.to_args(), values, strict=True)))
 
     args = {"mode": "replace" if replace else "init", **policy.to_args(), "now": _now(now)}
@@ -147,7 +157,7 @@ def remember(
     args: dict[str, str | bytes] = {
         "id": _id(memory_id),
         "importance": _importance(importance),
-        "text": "" if text is None else text,
+        "text": b"" if text is None else _text(text),
         "has_text": "0" if text is None else "1",
         "whitelist": "1" if whitelist else "0",
         "now": _now(now),

@@ -13,7 +13,7 @@ from memevict.commands import Call
 from memevict.errors import NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
 from memevict.results import Evicted, Memory, Remembered, Stats
-from memevict.scripts import ArgValue, ScriptSpec, specs
+from memevict.scripts import ArgValue, ScriptSpec, key_name, specs
 
 T = TypeVar("T")
 
@@ -55,6 +55,10 @@ class MemoryStore:
     the same parameters. Without ``policy`` the store uses the stored one (the
     defaults if the namespace is new). With a ``policy`` that differs from the
     stored one it raises :class:`PolicyMismatch`, unless ``replace_policy``.
+
+    With ``read_only=True`` (a client of a read replica) the store writes
+    nothing: it reads the stored policy instead of configuring, ``get``,
+    ``top`` and ``stats`` work, and the server refuses writes (:class:`ReadOnly`).
     """
 
     def __init__(
@@ -64,12 +68,17 @@ class MemoryStore:
         policy: Policy | None = None,
         *,
         replace_policy: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.namespace = commands.check_namespace(namespace)
         self.client = client
+        self.read_only = read_only
         self.registry = ScriptRegistry(client)
         self._keys = {name: spec.key_names(namespace) for name, spec in self.registry.specs.items()}
-        self.policy = self._configure(policy, replace_policy)
+        if read_only:
+            self.policy = self._stored_policy()
+        else:
+            self.policy = self._configure(policy, replace_policy)
 
     def _send(self, call: Call[T]) -> T:
         spec = self.registry.specs[call.script]
@@ -83,6 +92,8 @@ class MemoryStore:
         try:
             return self._send(call)
         except NoPolicy:
+            if self.read_only:
+                raise
             # The namespace's keys were deleted (FLUSHDB, a restart without
             # persistence): store this store's policy again and retry once.
             # Scripts check the policy before any write, so nothing ran.
@@ -98,6 +109,16 @@ class MemoryStore:
                 "pass replace_policy=True to replace it"
             )
         return stored
+
+    def _stored_policy(self) -> Policy:
+        names = list(Policy.__dataclass_fields__)
+        values = self.client.hmget(key_name(self.namespace, "policy"), names)
+        stored = {
+            n: commands.as_text(v) for n, v in zip(names, values, strict=True) if v is not None
+        }
+        if len(stored) != len(names):
+            raise NoPolicy(f"namespace {self.namespace!r} has no policy")
+        return Policy.from_strings(stored)
 
     def set_policy(self, policy: Policy) -> Policy:
         """Replaces the namespace's stored policy for every worker."""

@@ -156,24 +156,39 @@ end
 
 -- When the hot tier holds more than max_hot, moves the lowest-scored
 -- evictable memories (plus evict_batch) to the cold tier. Whitelisted and
--- protected memories are not in KEY.hot, so they are never taken. Returns
--- the evicted ids and how far over max_hot the hot tier still is.
+-- protected memories are not in KEY.hot, so they are never taken; nor is a
+-- memory in KEY.hot whose protection runs past this call's now (a worker
+-- whose clock is behind the one that moved it there): it goes back to
+-- KEY.fresh. Returns the evicted ids and how far over max_hot the hot tier
+-- still is.
 local function enforce(now, p)
   local total = rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + rcall('ZCARD', KEY.wl)
   local excess = total - p.max_hot
   if excess <= 0 then return {}, 0 end
-  local ids = rcall('ZRANGE', KEY.hot, 0, excess + p.evict_batch - 1)
-  for _, id in ipairs(ids) do
-    local m = read_meta(id)
-    m.cold = true
-    write_meta(m)
-    rcall('ZADD', KEY.cold, now, id)
+  local want = excess + p.evict_batch
+  local evicted, seen = {}, 0
+  while #evicted < want do
+    local ids = rcall('ZRANGE', KEY.hot, seen, seen + want - #evicted - 1, 'WITHSCORES')
+    if #ids == 0 then break end
+    seen = seen + #ids / 2
+    for i = 1, #ids, 2 do
+      local m = read_meta(ids[i])
+      if m.till > now then
+        rcall('ZADD', KEY.fresh, ids[i + 1], m.id)
+        rcall('ZADD', KEY.prot, m.till, m.id)
+      else
+        m.cold = true
+        write_meta(m)
+        rcall('ZADD', KEY.cold, now, m.id)
+        evicted[#evicted + 1] = m.id
+      end
+    end
   end
-  if #ids > 0 then
-    each_chunk('ZREM', KEY.hot, ids)
+  if seen > 0 then
+    rcall('ZREMRANGEBYRANK', KEY.hot, 0, seen - 1)
     trim_cold(p)
   end
-  return ids, math.max(0, excess - #ids)
+  return evicted, math.max(0, excess - #evicted)
 end
 
 local function memory_reply(m, score, text)

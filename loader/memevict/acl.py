@@ -1,0 +1,79 @@
+"""The least-privilege Redis ACL of one namespace, derived from the Lua sources.
+
+A user with these rules can run every memevict script on its own namespace and
+nothing else: no other key, no channel, no command the scripts do not call.
+The commands are read from the scripts as they are sent to the server (their
+``rcall('CMD'`` lines, helpers inlined), so a new command in a script is in the
+rules without anyone editing a list. Redis checks the user's ACL on every
+command a script calls and on every key passed in KEYS.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memevict.commands import check_namespace
+from memevict.errors import BadArgument
+from memevict.scripts import key_name, specs
+
+# A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
+# each_chunk('HDEL', ...), the helper in lib/memory.lua that forwards its
+# first argument to rcall. tests/test_security.py checks there is no other form.
+_LUA_CALL = re.compile(r"""\b(?:rcall|redis\.p?call|each_chunk)\(\s*['"]([A-Za-z]+)['"]""")
+
+# What the store itself sends: EVALSHA (EVALSHA_RO for read-only scripts), EVAL
+# and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, SCRIPT EXISTS
+# to check a preload.
+LOADER_COMMANDS = ("evalsha", "evalsha_ro", "eval", "eval_ro", "script|load", "script|exists")
+
+# Characters redis-cli reads literally in an unquoted argument.
+_CLI_PLAIN = re.compile(r"[!#-&(-\[\]-~]+")
+
+
+def script_commands() -> tuple[str, ...]:
+    """The commands the scripts call, lowercased and sorted."""
+    found = {m.lower() for spec in specs().values() for m in _LUA_CALL.findall(spec.source)}
+    return tuple(sorted(found))
+
+
+def commands() -> tuple[str, ...]:
+    """Every command a memevict user needs: the loader's, then the scripts'."""
+    return (*LOADER_COMMANDS, *script_commands())
+
+
+def key_pattern(namespace: str) -> str:
+    """The ACL key pattern of one namespace, ``~memevict:{namespace}:*``.
+
+    check_namespace refuses glob characters, so the pattern matches this
+    namespace's keys only.
+    """
+    return "~" + key_name(check_namespace(namespace), "*")
+
+
+def acl_rules(namespace: str) -> list[str]:
+    """ACL SETUSER rules granting exactly what memevict needs on one namespace."""
+    pattern = key_pattern(namespace)
+    return ["resetkeys", pattern, "resetchannels", "-@all", *(f"+{c}" for c in commands())]
+
+
+def _cli_arg(arg: str) -> str:
+    # redis-cli splits on whitespace and reads quotes anywhere in an argument;
+    # anything but plain printable ASCII goes in double quotes, byte by byte.
+    if _CLI_PLAIN.fullmatch(arg):
+        return arg
+    escaped = "".join(
+        chr(b) if 0x20 <= b < 0x7F and chr(b) not in '"\\' else f"\\x{b:02x}"
+        for b in arg.encode("utf-8")
+    )
+    return f'"{escaped}"'
+
+
+def acl_setuser_line(user: str, namespace: str, password: str) -> str:
+    """The ``ACL SETUSER`` line to paste into redis-cli: it creates the user, or
+    resets an existing one, with only the rules of :func:`acl_rules`."""
+    if not user or any(c.isspace() or c == "\0" for c in user):
+        raise BadArgument(f"user must be non-empty, without spaces or NUL: {user!r}")
+    if not password:
+        raise BadArgument("password must not be empty")
+    args = ["ACL", "SETUSER", user, "reset", "on", f">{password}", *acl_rules(namespace)]
+    return " ".join(_cli_arg(a) for a in args)

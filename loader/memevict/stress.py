@@ -1,0 +1,505 @@
+"""Stress: many worker processes hammer one namespace; a reader checks the rules.
+
+``run(config)`` starts ``config.workers`` processes (every other one with
+``config.threads`` threads) that send a random mix of remember, touch, decay,
+evict, whitelist, demote, recall and forget, half with the server clock and
+half with an explicit, slightly skewed ``now``. Every call is recorded with
+its wall-clock start and end. Meanwhile a reader takes atomic snapshots
+(MULTI/EXEC) of every key of the namespace and checks them; at the end the
+call log is checked too. Violations are counted by kind; memevict must show none.
+
+The target under test is pluggable (``config.target``, "module:Class"), so the
+seed article's client-side functions (tests/seed.py) run the same workload.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any, Protocol
+
+import redis
+
+from memevict.errors import MemevictError, NotFound
+from memevict.policy import Policy
+from memevict.results import Evicted, Remembered
+from memevict.scripts import key_name
+from memevict.store import MemoryStore
+
+OPS = ("remember", "touch", "decay", "evict", "whitelist", "demote", "recall", "forget")
+WEIGHTS = (40, 12, 4, 8, 9, 9, 10, 8)
+IMPORTANCES = (1.0, 3.0, 5.0, 7.0, 8.0, 10.0)  # the seed article's categories
+CRITICAL = 10.0
+META = struct.Struct("<dddddB")
+SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
+
+
+def stress_policy() -> Policy:
+    """Small enough that every rule fires constantly under load."""
+    return Policy(
+        max_hot=20,
+        evict_batch=1,
+        half_life_s=5.0,
+        whitelist_cap=4,
+        protect_s=0.25,
+        cold_max=40,
+        jitter=0.001,
+    )
+
+
+@dataclass(frozen=True)
+class StressConfig:
+    url: str
+    namespace: str = "stress"
+    workers: int = 16
+    threads: int = 3
+    ops: int = 200  # per thread
+    ids: int = 60
+    seed: int = 1
+    skew_ms: int = 30
+    policy: Policy = field(default_factory=stress_policy)
+    target: str = "memevict.stress:MemevictTarget"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One call: what was asked, when (wall ms), and what came back."""
+
+    worker: str
+    op: str
+    id: str
+    importance: float
+    whitelist: bool
+    now: int | None
+    t0: float
+    t1: float
+    outcome: str  # "ok", or the error class name
+    evicted: tuple[str, ...] = ()
+    demoted: tuple[str, ...] = ()
+    changed: bool = False  # touch/demote/forget/remember: the call took effect
+
+
+@dataclass
+class Snapshot:
+    """What a reader saw at one instant (taken inside MULTI/EXEC)."""
+
+    at: float  # wall ms when the snapshot was sent
+    end: float  # wall ms when its reply arrived: it shows the state at one instant between
+    hot: dict[str, float]
+    fresh: dict[str, float]
+    wl: dict[str, float]
+    cold: dict[str, float]
+    prot: dict[str, float]
+    meta: dict[str, bytes] | None  # None: the target keeps no metadata (the seed peer)
+    text: dict[str, bytes]
+    importance: dict[str, float]  # what each memory's score is built from, as stored
+    stats: tuple[int, int, int, int] | None  # the target's own counts, same transaction
+    stats_now: int = 0
+
+
+class Target(Protocol):
+    """What a worker drives and what the reader looks at."""
+
+    def __init__(self, client: redis.Redis, namespace: str, policy: Policy) -> None: ...
+
+    def call(self, op: str, id: str, importance: float, whitelist: bool, now: int | None) -> Record:
+        """Runs one op; the returned Record has no times or worker yet."""
+        ...
+
+    def snapshot(self) -> Snapshot: ...
+
+
+def text_for(memory_id: str) -> bytes:
+    """The text stored with a memory: a function of its id, with non-ASCII and
+    binary bytes, so any corruption on a move between tiers shows."""
+    return memory_id.encode() + b"|\x00\xff\xfe|" + "é✓".encode() * 3
+
+
+class MemevictTarget:
+    def __init__(self, client: redis.Redis, namespace: str, policy: Policy) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.store = MemoryStore(client, namespace, policy)
+        self.store.registry.load()  # snapshot() sends EVALSHA_RO inside MULTI
+
+    def call(self, op: str, id: str, importance: float, whitelist: bool, now: int | None) -> Record:
+        s = self.store
+        result: Any
+        if op == "remember":
+            text = text_for(id).decode("utf-8", "surrogateescape")
+            result = s.remember(id, importance, text=text, whitelist=whitelist, now=now)
+        elif op == "decay":
+            s.decay(0.95)
+            result = None
+        elif op == "evict":
+            result = s.evict(now=now)
+        elif op == "forget":
+            result = s.forget(id)
+        else:
+            result = getattr(s, op)(id, now=now)
+        return _record(op, id, importance, whitelist, now, result)
+
+    def snapshot(self) -> Snapshot:
+        ns = self.namespace
+        spec = self.store.registry.specs["stats"]
+        stats_now = int(time.time() * 1000)
+        pipe = self.client.pipeline(transaction=True)
+        for role in ("hot", "fresh", "wl", "cold", "prot"):
+            pipe.zrange(key_name(ns, role), 0, -1, withscores=True)
+        pipe.hgetall(key_name(ns, "meta"))
+        pipe.hgetall(key_name(ns, "text"))
+        keys = spec.key_names(ns)
+        pipe.evalsha_ro(spec.sha, len(keys), *keys, str(stats_now))
+        at = time.time() * 1000
+        hot, fresh, wl, cold, prot, meta, text, stats = pipe.execute()
+        return Snapshot(
+            at=at,
+            end=time.time() * 1000,
+            hot=_scores(hot),
+            fresh=_scores(fresh),
+            wl=_scores(wl),
+            cold=_scores(cold),
+            prot=_scores(prot),
+            meta=_fields(meta),
+            text=_fields(text),
+            importance={k: META.unpack(v)[0] for k, v in _fields(meta).items() if len(v) == 41},
+            stats=tuple(int(x) for x in stats),  # type: ignore[arg-type]
+            stats_now=stats_now,
+        )
+
+
+def _record(
+    op: str, id: str, importance: float, whitelist: bool, now: int | None, result: object
+) -> Record:
+    evicted: tuple[str, ...] = ()
+    demoted: tuple[str, ...] = ()
+    changed = True
+    if isinstance(result, Remembered):
+        evicted, demoted = result.evicted, result.demoted
+        changed = op != "demote" or id in demoted
+    elif isinstance(result, Evicted):
+        evicted = result.evicted
+    elif isinstance(result, bool) or result is None:
+        changed = bool(result) if op != "decay" else True
+    return Record("", op, id, importance, whitelist, now, 0.0, 0.0, "ok", evicted, demoted, changed)
+
+
+def _scores(pairs: Iterable[tuple[bytes, float]]) -> dict[str, float]:
+    return {k.decode("utf-8", "surrogateescape"): float(v) for k, v in pairs}
+
+
+def _fields(mapping: dict[bytes, bytes]) -> dict[str, bytes]:
+    return {k.decode("utf-8", "surrogateescape"): v for k, v in mapping.items()}
+
+
+def load_target(path: str) -> type[Target]:
+    module, _, name = path.partition(":")
+    cls: type[Target] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+# Workers
+
+
+def _thread_calls(config: StressConfig, worker: str, rng: random.Random) -> list[Record]:
+    client = redis.Redis.from_url(config.url)
+    target = load_target(config.target)(client, config.namespace, config.policy)
+    records = []
+    for _ in range(config.ops):
+        op = rng.choices(OPS, WEIGHTS)[0]
+        memory_id = f"m{rng.randrange(config.ids)}"
+        importance = rng.choice(IMPORTANCES)
+        whitelist = op == "remember" and rng.random() < 0.15
+        now = None
+        if rng.random() < 0.5:  # a worker with its own, slightly skewed clock
+            now = int(time.time() * 1000) + rng.randint(-config.skew_ms, config.skew_ms)
+        t0 = time.time() * 1000
+        try:
+            r = target.call(op, memory_id, importance, whitelist, now)
+            outcome = r.outcome
+        except MemevictError as error:
+            r = Record("", op, memory_id, importance, whitelist, now, 0, 0, type(error).__name__)
+            outcome = r.outcome
+        t1 = time.time() * 1000
+        records.append(
+            Record(
+                worker,
+                op,
+                memory_id,
+                importance,
+                whitelist,
+                now,
+                t0,
+                t1,
+                outcome,
+                r.evicted,
+                r.demoted,
+                r.changed,
+            )
+        )
+    client.close()
+    return records
+
+
+def _worker(config: StressConfig, index: int) -> list[Record]:
+    threads = config.threads if index % 2 else 1
+    results: list[list[Record]] = [[] for _ in range(threads)]
+    failed: list[BaseException] = []
+
+    def run(t: int) -> None:
+        rng = random.Random(config.seed * 1_000_003 + index * 101 + t)
+        try:
+            results[t] = _thread_calls(config, f"w{index}.{t}", rng)
+        except BaseException as error:
+            failed.append(error)
+
+    pool = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    if failed:
+        raise failed[0]
+    return [r for rs in results for r in rs]
+
+
+# Checks
+
+
+@dataclass
+class Report:
+    target: str
+    processes: int
+    threads: int
+    calls: int
+    errors: Counter[str]
+    snapshots: int
+    checks: int
+    violations: Counter[str]
+    examples: dict[str, str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and set(self.errors) <= {"NotFound"}
+
+    def lines(self) -> list[str]:
+        out = [
+            f"target       {self.target}",
+            f"processes    {self.processes} ({self.threads} threads)",
+            f"calls        {self.calls} in {self.seconds:.1f} s "
+            f"({self.calls / max(self.seconds, 1e-9):.0f}/s)",
+            f"errors       {dict(self.errors) or 'none'} (NotFound is expected: random ids)",
+            f"snapshots    {self.snapshots}",
+            f"checks       {self.checks}",
+            f"violations   {sum(self.violations.values())}",
+        ]
+        for kind, n in sorted(self.violations.items()):
+            out.append(f"  {kind}: {n}  e.g. {self.examples[kind]}")
+        return out
+
+
+class Checker:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.checks = 0
+        self.violations: Counter[str] = Counter()
+        self.examples: dict[str, str] = {}
+
+    def expect(self, ok: bool, kind: str, example: str) -> None:
+        self.checks += 1
+        if not ok:
+            self.violations[kind] += 1
+            self.examples.setdefault(kind, example)
+
+    def snapshot(self, s: Snapshot) -> None:
+        """The rules that hold after every script, as one reader saw them."""
+        p = self.policy
+        tiers = [set(s.hot), set(s.fresh), set(s.wl), set(s.cold)]
+        hot_ids = tiers[0] | tiers[1] | tiers[2]
+        every = hot_ids | tiers[3]
+        total = sum(len(t) for t in tiers[:3])
+        self.expect(
+            len(s.hot) <= p.max_hot and (total <= p.max_hot or not s.hot),
+            "over capacity",
+            f"{len(s.hot)} evictable, {total} hot, max_hot {p.max_hot}",
+        )
+        self.expect(len(s.wl) <= p.whitelist_cap, "whitelist over cap", f"{len(s.wl)}")
+        self.expect(len(s.cold) <= p.cold_max, "cold tier over cold_max", f"{len(s.cold)}")
+        self.expect(sum(len(t) for t in tiers) == len(every), "id in two tiers", str(tiers))
+        for memory_id, raw in s.text.items():
+            self.expect(raw == text_for(memory_id), "text changed", memory_id)
+        if s.meta is None:
+            return
+        self.expect(
+            set(s.meta) == every, "orphan metadata or index entry", str(set(s.meta) ^ every)
+        )
+        self.expect(
+            set(s.prot) <= hot_ids and set(s.fresh) <= set(s.prot),
+            "orphan protection entry",
+            str(set(s.prot) - hot_ids),
+        )
+        self.expect(set(s.text) <= set(s.meta), "orphan text", str(set(s.text) - set(s.meta)))
+        for memory_id, raw in s.meta.items():
+            self._meta(memory_id, raw, s)
+        if s.stats is not None:
+            protected = sum(1 for t in s.prot.values() if t > s.stats_now)
+            view = (len(hot_ids), len(s.cold), len(s.wl), protected)
+            self.expect(s.stats == view, "stats disagree with the indexes", f"{s.stats} {view}")
+
+    def _meta(self, memory_id: str, raw: bytes, s: Snapshot) -> None:
+        assert s.meta is not None
+        if len(raw) != META.size:
+            self.expect(False, "metadata corrupt", memory_id)
+            return
+        imp, j, _created, _la, till, flags = META.unpack(raw)
+        self.expect(
+            imp in IMPORTANCES and 0 < j < self.policy.jitter,
+            "metadata changed",
+            f"{memory_id} imp={imp} j={j}",
+        )
+        cold, wl = bool(flags & 1), bool(flags & 2)
+        self.expect(
+            cold == (memory_id in s.cold) and wl == (memory_id in s.wl),
+            "flags disagree with the indexes",
+            memory_id,
+        )
+        if cold:
+            # The cold score is the `now` of the eviction: protection had run out by then.
+            self.expect(
+                till <= s.cold[memory_id],
+                "evicted while protected",
+                f"{memory_id} till={till} evicted at {s.cold[memory_id]}",
+            )
+
+    def log(self, records: Sequence[Record], snapshots: Sequence[Snapshot]) -> None:
+        """Rules only the call log can show: what was evicted, and lost updates."""
+        by_id: dict[str, list[Record]] = {}
+        for r in records:
+            by_id.setdefault(r.id, []).append(r)
+            for x in (*r.evicted, *r.demoted):
+                if x != r.id:
+                    by_id.setdefault(x, []).append(r)
+        for r in records:
+            for x in r.evicted:
+                self._evicted(x, r, by_id.get(x, []))
+        for memory_id, rs in by_id.items():
+            self._critical_kept(memory_id, rs, snapshots)
+
+    def _evicted(self, x: str, e: Record, rs: Sequence[Record]) -> None:
+        """x was evicted by e: it must not have been whitelisted or protected then.
+
+        Only certain cases count: x was made whitelisted or fresh by a call w that
+        ended before e started, and no call that could have undone that (found in
+        the log) overlaps the time from w's start to e's end.
+        """
+        self.checks += 1
+        if e.id == x and e.op in ("remember", "recall"):
+            # A remember or recall protects its memory from that instant.
+            self.expect(False, "evicted right after being remembered", f"{x} by its own {e.op}")
+            return
+        protect_ms = self.policy.protect_s * 1000
+        e_now_max = (e.now if e.now is not None else e.t1) + SLACK_MS
+        for w in rs:
+            if w is e or w.id != x or w.t1 >= e.t0 or w.outcome != "ok":
+                continue
+            between = [c for c in rs if c is not w and c is not e and c.t1 > w.t0 and c.t0 < e.t1]
+            made_whitelisted = w.op == "whitelist" or (w.op == "remember" and w.whitelist)
+            undone = x in e.demoted or any(
+                (c.id == x and c.op in ("demote", "forget")) or x in c.demoted for c in between
+            )
+            if made_whitelisted and x not in w.demoted and not undone:
+                self.expect(False, "evicted while whitelisted", f"{x} by {e.worker} {e.op}")
+            if w.op in ("remember", "recall"):
+                till_min = (w.now if w.now is not None else w.t0) + protect_ms - SLACK_MS
+                refreshed = any(c.id == x and c.op != "touch" for c in between)
+                if e_now_max < till_min and not refreshed:
+                    self.expect(
+                        False,
+                        "evicted right after being remembered",
+                        f"{x} remembered by {w.worker}, evicted by {e.worker} {e.op}",
+                    )
+
+    def _critical_kept(self, x: str, rs: Sequence[Record], snapshots: Sequence[Snapshot]) -> None:
+        """A memory remembered as critical keeps that importance while no other call on it
+        can have run: the snapshot was sent after the remember returned, and every other
+        call on the memory ended before the remember started or started after the
+        snapshot's reply (so the server ran it after the snapshot)."""
+        for r in rs:
+            critical = r.op == "remember" and r.importance == CRITICAL and not r.whitelist
+            if not critical or r.id != x or r.outcome != "ok":
+                continue
+            others = [c for c in rs if c is not r and c.t1 >= r.t0]
+            for s in snapshots:
+                quiet = all(c.t0 > s.end for c in others)
+                if r.t1 < s.at and quiet and x in s.importance:
+                    self.checks += 1
+                    imp = s.importance[x]
+                    self.expect(
+                        imp == CRITICAL,
+                        "critical memory overwritten by a stale score",
+                        f"{x}: {imp} after remember({CRITICAL})",
+                    )
+
+
+def run(config: StressConfig) -> Report:
+    """Runs the workload and checks it; the namespace is cleared first."""
+    client = redis.Redis.from_url(config.url)
+    for key in client.scan_iter(match=key_name(config.namespace, "*")):
+        client.delete(key)
+    reader = load_target(config.target)(client, config.namespace, config.policy)
+    checker = Checker(config.policy)
+    snapshots: list[Snapshot] = []
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                snap = reader.snapshot()
+                checker.snapshot(snap)
+                snapshots.append(snap)
+        except BaseException as error:
+            failed.append(error)
+
+    started = time.monotonic()
+    sampler = threading.Thread(target=read)
+    sampler.start()
+    try:
+        with ProcessPoolExecutor(config.workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_worker, config, i) for i in range(config.workers)]
+            records = [r for f in futures for r in f.result()]
+    finally:
+        done.set()
+        sampler.join()
+    if failed:
+        raise failed[0]
+    seconds = time.monotonic() - started
+    final = reader.snapshot()
+    checker.snapshot(final)
+    snapshots.append(final)
+    checker.log(records, snapshots)
+    client.close()
+    return Report(
+        target=config.target.rpartition(":")[2],
+        processes=config.workers,
+        threads=config.workers // 2 * config.threads + (config.workers + 1) // 2,
+        calls=len(records),
+        errors=Counter(r.outcome for r in records if r.outcome != "ok"),
+        snapshots=len(snapshots),
+        checks=checker.checks,
+        violations=checker.violations,
+        examples=checker.examples,
+        seconds=seconds,
+    )
+
+
+__all__ = ["NotFound", "Report", "StressConfig", "run"]
