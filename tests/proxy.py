@@ -8,6 +8,7 @@ That is the double execution a retried write script must survive.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
@@ -50,16 +51,12 @@ class Proxy:
             return False
 
     def _pump(self, source: socket.socket, sink: socket.socket, replies: bool) -> None:
-        try:
+        with contextlib.suppress(OSError):
             while data := source.recv(65536):
                 if replies and self._take_drop():
                     break
                 sink.sendall(data)
-        except OSError:
-            pass
         for s in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()

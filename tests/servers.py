@@ -79,6 +79,13 @@ class Server:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def crash(self) -> None:
+        """kill -9, keeping the data directory for a restart with start()."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.kill()

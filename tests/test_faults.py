@@ -10,9 +10,20 @@ from dataclasses import replace
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from memevict import Memory, MemoryStore, Policy, Remembered
-from memevict.scripts import key_name, namespace_keys
+from memevict import (
+    Memory,
+    MemoryStore,
+    OutOfMemory,
+    Policy,
+    ReadOnly,
+    Remembered,
+    ScriptKilled,
+)
+from memevict.scripts import key_name, namespace_keys, specs
+from memevict.stress import Checker, MemevictTarget, text_for
 from tests.proxy import Proxy
 from tests.servers import Server
 
@@ -157,3 +168,195 @@ def test_script_flush_mid_run_fails_no_call(client: redis.Redis, server: Server)
         thread.join()
     assert flushes > 50
     assert store.stats(now=T0 + 2000).hot == 20
+
+
+# The server stopped and restarted mid-run.
+
+
+def checked(client: redis.Redis, namespace: str, policy: Policy) -> Checker:
+    """The stress checker's structural rules over the namespace as it is now."""
+    checker = Checker(policy, importances=None)
+    checker.snapshot(MemevictTarget(client, namespace, policy).snapshot())
+    return checker
+
+
+def test_restart_mid_run(server: Server) -> None:
+    durable = Server(server.binary, extra=("--appendonly", "yes", "--appendfsync", "always"))
+    durable.start()
+    policy = Policy(max_hot=15, protect_s=0.05, whitelist_cap=3, cold_max=30)
+    fast_fail = Retry(NoBackoff(), 1)  # fail within a second while the server is down
+    client = redis.Redis(port=durable.port, retry=fast_fail, socket_connect_timeout=0.5)
+    store = MemoryStore(client, NS, policy)
+    outcomes: list[tuple[float, str]] = []
+    stop = threading.Event()
+
+    def work() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                memory_id = f"m{i % 40}"
+                text = text_for(memory_id).decode("utf-8", "surrogateescape")
+                store.remember(memory_id, 1.0 + i % 9, text=text, whitelist=i % 11 == 0)
+                if i % 7 == 0:
+                    store.demote(f"m{i % 40}")
+                if i % 13 == 0:
+                    store.decay(0.9)
+                outcomes.append((time.monotonic(), "ok"))
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                outcomes.append((time.monotonic(), type(error).__name__))
+                time.sleep(0.01)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        time.sleep(0.5)
+        durable.crash()
+        down = time.monotonic()
+        time.sleep(0.5)
+        durable.start()
+        up = time.monotonic()
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        worker.join()
+    admin = durable.client()
+    try:
+        failed_while_down = [o for t, o in outcomes if down < t < up and o != "ok"]
+        assert failed_while_down, "calls while the server was down must fail"
+        # LOADING (BusyLoadingError, a ConnectionError) while the AOF is read back.
+        assert set(failed_while_down) <= {"ConnectionError", "TimeoutError", "BusyLoadingError"}
+        assert sum(1 for t, o in outcomes if t > up + 0.1 and o == "ok") > 20
+        # Scripts were reloaded (EVAL after NOSCRIPT) and nothing is half-written.
+        used = [specs()[name].sha for name in ("remember", "demote", "decay")]
+        assert all(admin.script_exists(*used))
+        assert not checked(admin, NS, policy).violations
+    finally:
+        admin.close()
+        durable.stop()
+
+
+# SCRIPT KILL: Redis kills only a script that has not written; others run to the end.
+
+
+def fill(client: redis.Redis, n: int) -> None:
+    spec = specs()["remember"]
+    keys = spec.key_names(NS)
+    pipe = client.pipeline(transaction=False)
+    for i in range(n):
+        args = {"id": f"m{i}", "importance": str(1 + i % 9), "text": text_for(f"m{i}"),
+                "has_text": "1", "whitelist": "0", "now": str(T0 + i), "call": ""}  # fmt: skip
+        pipe.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
+    pipe.execute()
+
+
+def kill_when_busy(server: Server, outcome: list[str]) -> threading.Thread:
+    def run() -> None:
+        admin = server.client()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                admin.ping()
+            except redis.ResponseError as error:  # BUSY: a script is past the threshold
+                if "BUSY" not in str(error):
+                    raise
+                try:
+                    admin.script_kill()
+                    outcome.append("killed")
+                except redis.ResponseError as refused:
+                    outcome.append(str(refused).split(" ")[0])
+                return
+            time.sleep(0.001)
+        outcome.append("never busy")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_script_kill(client: redis.Redis, server: Server) -> None:
+    policy = Policy(max_hot=100_000, protect_s=0)
+    store = MemoryStore(client, NS, policy)
+    store.registry.load()
+    fill(client, 20_000)
+    client.config_set("busy-reply-threshold", 5)
+    try:
+        # A read (top over every memory) is killed: it fails and changed nothing.
+        before = snapshot(client)
+        outcome: list[str] = []
+        killer = kill_when_busy(server, outcome)
+        with pytest.raises(ScriptKilled):
+            store.top(100_000, now=T0)
+        killer.join()
+        assert outcome == ["killed"]
+        assert snapshot(client) == before
+        # A write past its first write (a new half-life rewrites every key, a
+        # lower max_hot evicts almost all) is refused by SCRIPT KILL and completes.
+        outcome = []
+        killer = kill_when_busy(server, outcome)
+        lower = Policy(max_hot=10, protect_s=0, half_life_s=60, cold_max=100_000)
+        store.set_policy(lower)
+        killer.join()
+        assert outcome == ["UNKILLABLE"]
+        assert store.stats(now=T0).hot == 10
+        assert not checked(client, NS, lower).violations
+    finally:
+        client.config_set("busy-reply-threshold", 5000)
+
+
+# maxmemory with noeviction: a typed error, state unchanged; reads still work.
+
+
+def test_out_of_memory(client: redis.Redis) -> None:
+    store = MemoryStore(client, NS, Policy(max_hot=5, protect_s=0))
+    for i in range(8):
+        store.remember(f"m{i}", 1.0 + i, text="x" * 100, now=T0 + i)
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", used + 200_000)
+    try:
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            for i in range(10_000):
+                client.set(f"ballast:{i}", "y" * 1000)
+        before = snapshot(client)
+        with pytest.raises(OutOfMemory):
+            store.remember("new", 9.0, now=T0 + 100)
+        with pytest.raises(OutOfMemory):
+            store.decay(0.5)
+        assert snapshot(client) == before
+        assert [m.id for m in store.top(3, now=T0 + 100)] == ["m7", "m6", "m5"]
+        got = store.get("m0", now=T0 + 100)
+        assert got is not None and got.tier == "cold"
+        assert store.stats(now=T0 + 100).hot == 5
+    finally:
+        client.config_set("maxmemory", 0)
+
+
+# A read replica serves get, top and stats; writes fail with a clear error.
+
+
+def test_read_replica(client: redis.Redis, server: Server) -> None:
+    replica = Server(server.binary, extra=("--replicaof", "127.0.0.1", str(server.port)))
+    replica.start()
+    try:
+        reader = replica.client()
+        deadline = time.monotonic() + 10
+        while reader.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "replica did not sync"
+            time.sleep(0.05)
+        store = MemoryStore(client, NS, Policy(max_hot=3, protect_s=0))
+        for i in range(5):
+            store.remember(f"m{i}", 1.0 + i, text=f"t{i}", now=T0 + i)
+        assert client.wait(1, 5000) == 1
+        on_replica = MemoryStore(reader, NS, read_only=True)
+        assert on_replica.policy == store.policy
+        assert on_replica.top(10, now=T0 + 10) == store.top(10, now=T0 + 10)
+        assert on_replica.get("m0", now=T0 + 10) == store.get("m0", now=T0 + 10)
+        assert on_replica.stats(now=T0 + 10) == store.stats(now=T0 + 10)
+        with pytest.raises(ReadOnly):
+            on_replica.remember("x", 1.0)
+        with pytest.raises(ReadOnly):
+            MemoryStore(reader, NS)  # a writing store configures its namespace
+        reader.close()
+    finally:
+        replica.stop()

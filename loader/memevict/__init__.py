@@ -19,6 +19,7 @@ from memevict.errors import (
     PermissionDenied,
     PolicyMismatch,
     ReadOnly,
+    ScriptKilled,
     UnexpectedReply,
     WrongType,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "PolicyMismatch",
     "ReadOnly",
     "Remembered",
+    "ScriptKilled",
     "ScriptRegistry",
     "Stats",
     "UnexpectedReply",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from redis.exceptions import ResponseError
+from redis.exceptions import NoPermissionError, OutOfMemoryError, ReadOnlyError, ResponseError
 
 
 class MemevictError(Exception):
@@ -109,6 +109,13 @@ class Busy(MemevictError):
     code = "BUSY"
 
 
+class ScriptKilled(MemevictError):
+    """SCRIPT KILL stopped the call. Redis only kills a script that has not
+    written yet (otherwise it answers UNKILLABLE), so nothing of it was applied."""
+
+    code = "KILLED"
+
+
 class UnexpectedReply(MemevictError):
     """The server answered with an error code memevict does not know."""
 
@@ -139,9 +146,22 @@ _BY_CODE: dict[str, type[MemevictError]] = {
 }
 
 
+_BY_REDIS_PY: tuple[tuple[type[ResponseError], type[MemevictError]], ...] = (
+    (OutOfMemoryError, OutOfMemory),
+    (ReadOnlyError, ReadOnly),
+    (NoPermissionError, PermissionDenied),
+)
+
+
 def from_response(error: ResponseError) -> MemevictError:
     """The typed error for a server error reply."""
     message = str(error)
+    # redis-py strips these codes and raises its own classes instead.
+    for theirs, ours in _BY_REDIS_PY:
+        if isinstance(error, theirs):
+            return ours(message)
+    if message.startswith("Script killed by user"):  # Redis sends it without a code
+        return ScriptKilled(message.rsplit(" script: ", 1)[0])
     code, _, detail = message.partition(" ")
     # Redis appends " script: <sha>, on @user_script:N." to errors raised in scripts.
     detail = detail.rsplit(" script: ", 1)[0]
