@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import redis
 from click.testing import CliRunner
 
@@ -110,3 +111,12 @@ def test_embedded_server_persists_between_commands(tmp_path: Path) -> None:
     second = cli("get", "fact", "--json")
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["text"] == "kept across runs"
+
+
+@pytest.mark.stress
+def test_stress_command_reports_and_passes(server: Server, client: redis.Redis) -> None:
+    code, out = run(server, "stress", "--workers", "16", "--ops", "5", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["ok"] and report["processes"] == 16 and report["violations"] == {}
+    assert report["calls"] == 32 * 5 and report["checks"] > 0

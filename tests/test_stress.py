@@ -8,10 +8,12 @@ per thread (CI keeps it small; `memevict stress` runs bigger ones).
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
-from memevict.stress import StressConfig, run
+from memevict.stress import CRITICAL, StressConfig, load_target, run, stress_policy
 from tests.servers import Server
 
 OPS = int(os.environ.get("MEMEVICT_STRESS_OPS", "60"))
@@ -37,3 +39,47 @@ def test_the_seed_peer_loses_what_memevict_keeps(server: Server) -> None:
     # The checks can fail: the same checker finds the seed's races.
     assert report.violations["over capacity"] > 0
     assert report.violations["evicted right after being remembered"] > 0
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("target", ["memevict.stress:MemevictTarget", "tests.seed:SeedTarget"])
+def test_critical_re_remembered_during_a_decay_pass(server: Server, target: str) -> None:
+    """One worker runs decay passes while another re-remembers memories as
+    critical (10) and reads each back before anything else touches it. The
+    seed's pass reads a score, then writes score x rate: a remember landing in
+    between is overwritten by the stale decayed score. memevict's decay is one
+    atomic HSET that rewrites no memory, so it cannot lose one."""
+    policy = stress_policy()
+    ids = [f"m{i}" for i in range(8)]
+    cls = load_target(target)
+    setup = cls(server.client(), "race", policy)
+    for memory_id in ids:
+        setup.call("remember", memory_id, 3.0, False, None)
+    stop = threading.Event()
+
+    def decay() -> None:
+        decayer = cls(server.client(), "race", policy)
+        while not stop.is_set():
+            decayer.call("decay", "", 1.0, False, None)
+
+    rememberer = cls(server.client(), "race", policy)
+    thread = threading.Thread(target=decay)
+    thread.start()
+    lost = tries = 0
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            for memory_id in ids:
+                rememberer.call("remember", memory_id, CRITICAL, False, None)
+                tries += 1
+                if rememberer.snapshot().importance.get(memory_id) != CRITICAL:
+                    lost += 1
+                rememberer.call("remember", memory_id, 3.0, False, None)  # decayable again
+    finally:
+        stop.set()
+        thread.join()
+    print(f"{target}: {lost} of {tries} critical re-remembers overwritten by a stale score")
+    if target.startswith("memevict"):
+        assert lost == 0
+    else:
+        assert lost > 0

@@ -302,6 +302,61 @@ def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
 
 
 @main.command()
+@click.option("--workers", default=16, show_default=True, help="Worker processes.")
+@click.option("--threads", default=3, show_default=True, help="Threads in every other worker.")
+@click.option("--ops", default=500, show_default=True, help="Calls per thread.")
+@click.option("--ids", default=60, show_default=True, help="Distinct memory ids in the workload.")
+@click.option("--seed", default=1, show_default=True, help="Random seed of the workload.")
+@click.option(
+    "--namespace",
+    "stress_namespace",
+    default="stress",
+    show_default=True,
+    help="Namespace to hammer (cleared first).",
+)
+@json_option
+@click.pass_context
+def stress(
+    ctx: click.Context,
+    workers: int,
+    threads: int,
+    ops: int,
+    ids: int,
+    seed: int,
+    stress_namespace: str,
+    as_json: bool,
+) -> None:
+    """Hammer one namespace from many processes and check every rule.
+
+    Exits 1 if any rule was broken.
+    """
+    from memevict.stress import StressConfig, run
+
+    with connect(ctx.obj["url"]) as client:
+        kwargs = client.connection_pool.connection_kwargs
+        url = ctx.obj["url"] or f"unix://{kwargs['path']}"
+        config = StressConfig(
+            url=url, namespace=stress_namespace, workers=workers, threads=threads, ops=ops,
+            ids=ids, seed=seed,
+        )  # fmt: skip
+        report = run(config)
+    data = {
+        "processes": report.processes,
+        "threads": report.threads,
+        "calls": report.calls,
+        "seconds": round(report.seconds, 3),
+        "errors": dict(report.errors),
+        "snapshots": report.snapshots,
+        "checks": report.checks,
+        "violations": dict(report.violations),
+        "ok": report.ok,
+    }
+    _emit(data, as_json, lambda: "\n".join(report.lines()))
+    if not report.ok:
+        ctx.exit(1)
+
+
+@main.command()
 @click.pass_context
 def demo(ctx: click.Context) -> None:
     """A walkthrough: a conversation longer than the window, with critical facts."""

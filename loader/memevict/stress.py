@@ -475,7 +475,6 @@ def run(config: StressConfig) -> Report:
         except BaseException as error:
             failed.append(error)
 
-    started = time.monotonic()
     sampler = threading.Thread(target=read)
     sampler.start()
     try:
@@ -487,7 +486,8 @@ def run(config: StressConfig) -> Report:
         sampler.join()
     if failed:
         raise failed[0]
-    seconds = time.monotonic() - started
+    # From the first call to the last (process start-up excluded).
+    seconds = (max(r.t1 for r in records) - min(r.t0 for r in records)) / 1000 if records else 0.0
     final = reader.snapshot()
     checker.snapshot(final)
     snapshots.append(final)
