@@ -94,7 +94,9 @@ def test_a_resent_remember_reports_what_it_evicted(client: redis.Redis, proxy: P
     assert int(client.hget(key_name(NS, "state"), "seq") or 0) == int(seq or 0) + 1
 
 
-@pytest.mark.parametrize("method", ["touch", "whitelist", "demote", "recall", "forget", "evict"])
+@pytest.mark.parametrize(
+    "method", ["touch", "whitelist", "demote", "recall", "forget", "evict", "set_policy"]
+)
 def test_every_resent_write_returns_its_first_reply(
     client: redis.Redis, proxy: Proxy, method: str
 ) -> None:
@@ -110,6 +112,8 @@ def test_every_resent_write_returns_its_first_reply(
         "recall": lambda: store.recall("a", now=T0 + 1000),
         "forget": lambda: store.forget("a"),
         "evict": lambda: store.evict(now=T0 + 1000),
+        # configure keeps no receipt: running it twice gives the same result.
+        "set_policy": lambda: store.set_policy(replace(policy, max_hot=1)),
     }
     expected_client = MemoryStore(client, "twin", policy)
     for memory_id, importance, wl in (("w", 5.0, True), ("a", 1.0, False), ("b", 2.0, False)):
@@ -121,6 +125,7 @@ def test_every_resent_write_returns_its_first_reply(
         "recall": lambda: expected_client.recall("a", now=T0 + 1000),
         "forget": lambda: expected_client.forget("a"),
         "evict": lambda: expected_client.evict(now=T0 + 1000),
+        "set_policy": lambda: expected_client.set_policy(replace(policy, max_hot=1)),
     }
     before = evalsha_calls(client)
     proxy.drop_replies(1)
@@ -137,6 +142,19 @@ def test_every_resent_write_returns_its_first_reply(
         assert same(
             store.get(memory_id, now=T0 + 2000), expected_client.get(memory_id, now=T0 + 2000)
         )
+
+
+# What Redis guarantees, and why every memevict script checks everything first.
+
+
+def test_redis_does_not_roll_back_a_script_that_fails_half_way(client: redis.Redis) -> None:
+    """The server guarantee the scripts are designed around: a script runs
+    without interleaving, but writes made before a runtime error stay."""
+    half = "#!lua\nredis.call('HSET', KEYS[1], 'f', 'v')\nreturn redis.call('INCR', KEYS[2])"
+    client.set("not-a-number", "x")
+    with pytest.raises(redis.ResponseError):
+        client.eval(half, 2, "written-first", "not-a-number")
+    assert client.hget("written-first", "f") == b"v"
 
 
 # SCRIPT FLUSH in the middle of a run: zero failed calls.

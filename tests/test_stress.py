@@ -16,7 +16,7 @@ import pytest
 from memevict.stress import CRITICAL, StressConfig, load_target, run, stress_policy
 from tests.servers import Server
 
-OPS = int(os.environ.get("MEMEVICT_STRESS_OPS", "60"))
+OPS = int(os.environ.get("MEMEVICT_STRESS_OPS", "100"))
 
 
 @pytest.mark.stress
