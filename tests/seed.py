@@ -60,6 +60,9 @@ class SeedTarget:
             outcome = "unsupported"
         return Record("", op, id, importance, whitelist, now, 0, 0, outcome, tuple(evicted))
 
+    def tier(self, id: str) -> str | None:
+        return "hot" if self.client.zscore(self.key, id) is not None else None
+
     def snapshot(self) -> Snapshot:
         pipe = self.client.pipeline(transaction=True)
         pipe.zrange(self.key, 0, -1, withscores=True)

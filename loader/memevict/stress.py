@@ -116,6 +116,10 @@ class Target(Protocol):
 
     def snapshot(self) -> Snapshot: ...
 
+    def tier(self, id: str) -> str | None:
+        """'hot', 'cold' or None (gone), through the target's own read path."""
+        ...
+
 
 def text_for(memory_id: str) -> bytes:
     """The text stored with a memory: a function of its id, with non-ASCII and
@@ -146,6 +150,10 @@ class MemevictTarget:
         else:
             result = getattr(s, op)(id, now=now)
         return _record(op, id, importance, whitelist, now, result)
+
+    def tier(self, id: str) -> str | None:
+        memory = self.store.get(id)
+        return None if memory is None else memory.tier
 
     def snapshot(self) -> Snapshot:
         ns = self.namespace
@@ -385,6 +393,20 @@ class Checker:
                 f"{memory_id} till={till} evicted at {s.cold[memory_id]}",
             )
 
+    def per_id(self, tiers: dict[str, str | None], s: Snapshot) -> None:
+        """At rest: each id's own view (get) puts it in exactly the tier the
+        indexes do, and the stats count the same ids."""
+        hot = set(s.hot) | set(s.fresh) | set(s.wl)
+        for memory_id, tier in tiers.items():
+            where = "hot" if memory_id in hot else "cold" if memory_id in s.cold else None
+            self.expect(tier == where, "get disagrees with the indexes", f"{memory_id}: {tier}")
+        if s.stats is not None:
+            counted = (
+                sum(t == "hot" for t in tiers.values()),
+                sum(t == "cold" for t in tiers.values()),
+            )
+            self.expect(counted == s.stats[:2], "stats disagree with get", f"{counted} {s.stats}")
+
     def log(self, records: Sequence[Record], snapshots: Sequence[Snapshot]) -> None:
         """Rules only the call log can show: what was evicted, and lost updates."""
         by_id: dict[str, list[Record]] = {}
@@ -490,6 +512,7 @@ def run(config: StressConfig) -> Report:
     seconds = (max(r.t1 for r in records) - min(r.t0 for r in records)) / 1000 if records else 0.0
     final = reader.snapshot()
     checker.snapshot(final)
+    checker.per_id({f"m{i}": reader.tier(f"m{i}") for i in range(config.ids)}, final)
     snapshots.append(final)
     checker.log(records, snapshots)
     client.close()
