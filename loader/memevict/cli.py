@@ -314,6 +314,12 @@ def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
     show_default=True,
     help="Namespace to hammer (cleared first).",
 )
+@click.option(
+    "--target",
+    default="memevict.stress:MemevictTarget",
+    show_default=True,
+    help="What to hammer, as module:Class (e.g. tests.seed:SeedTarget, the seed peer).",
+)
 @json_option
 @click.pass_context
 def stress(
@@ -324,6 +330,7 @@ def stress(
     ids: int,
     seed: int,
     stress_namespace: str,
+    target: str,
     as_json: bool,
 ) -> None:
     """Hammer one namespace from many processes and check every rule.
@@ -337,7 +344,7 @@ def stress(
         url = ctx.obj["url"] or f"unix://{kwargs['path']}"
         config = StressConfig(
             url=url, namespace=stress_namespace, workers=workers, threads=threads, ops=ops,
-            ids=ids, seed=seed,
+            ids=ids, seed=seed, target=target,
         )  # fmt: skip
         report = run(config)
     data = {
