@@ -45,7 +45,5 @@ return once(call, p, function()
   write_meta(m)
   unplace(m)
   place(m, now, p, st)
-  local score = reported(m, ln_score(m, now, p, st), p)
-  local evicted, over = enforce(now, p)
-  return {fmt(score), evicted, {id}, over}
+  return settle(m, now, p, st, {id})
 end)

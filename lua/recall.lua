@@ -42,7 +42,5 @@ return once(call, p, function()
   refresh(m, now, p)
   write_meta(m)
   place(m, now, p, st)
-  local score = reported(m, ln_score(m, now, p, st), p)
-  local evicted, over = enforce(now, p)
-  return {fmt(score), evicted, {}, over}
+  return settle(m, now, p, st, {})
 end)

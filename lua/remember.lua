@@ -71,7 +71,5 @@ return once(call, p, function()
     demoted = cap_whitelist(now, p, st)
     m = read_meta(id)
   end
-  local score = reported(m, ln_score(m, now, p, st), p)
-  local evicted, over = enforce(now, p)
-  return {fmt(score), evicted, demoted, over}
+  return settle(m, now, p, st, demoted)
 end)

@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from memevict.errors import BadArgument, BadId, BadImportance, BadNamespace, BadNow, BadRate
+from memevict.errors import (
+    BadArgument,
+    BadId,
+    BadImportance,
+    BadNamespace,
+    BadNow,
+    BadRate,
+    InvalidArgument,
+)
 from memevict.policy import Policy
 from memevict.results import Evicted, Memory, Remembered, Stats, Tier
 
@@ -52,27 +60,26 @@ def check_namespace(namespace: str) -> str:
     return namespace
 
 
-def _id(memory_id: str) -> bytes:
-    # Ids are sent as UTF-8 bytes; ids read back that are not UTF-8 arrive as
-    # str with surrogate escapes (see _str) and are sent back as the same bytes.
-    if not isinstance(memory_id, str):
-        raise BadId(f"id must be a str, got {type(memory_id).__name__}")
+def _utf8(value: str, what: str, error: type[InvalidArgument]) -> bytes:
+    # Strings are sent as UTF-8 bytes; values read back that are not UTF-8
+    # arrive as str with surrogate escapes (see as_text) and go back as the same bytes.
+    if not isinstance(value, str):
+        raise error(f"{what} must be a str, got {type(value).__name__}")
     try:
-        raw = memory_id.encode("utf-8", "surrogateescape")
+        return value.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        raise BadId(f"id is not encodable as UTF-8: {memory_id!r}") from None
+        raise error(f"{what} is not encodable as UTF-8: {value[:40]!r}") from None
+
+
+def _id(memory_id: str) -> bytes:
+    raw = _utf8(memory_id, "id", BadId)
     if not 1 <= len(raw) <= MAX_ID_BYTES:
         raise BadId(f"id must be 1..{MAX_ID_BYTES} bytes, got {len(raw)}")
     return raw
 
 
 def _text(value: str) -> bytes:
-    if not isinstance(value, str):
-        raise BadArgument(f"text must be a str, got {type(value).__name__}")
-    try:
-        return value.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raise BadArgument(f"text is not encodable as UTF-8: {value[:40]!r}") from None
+    return _utf8(value, "text", BadArgument)
 
 
 def _call() -> str:

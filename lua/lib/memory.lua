@@ -191,6 +191,15 @@ local function enforce(now, p)
   return evicted, math.max(0, excess - #evicted)
 end
 
+-- The end of every call that (re)placed memory m: its score now, then the hot
+-- tier brought back to max_hot. Returns the reply [score, [evicted id, ...],
+-- demoted, over] that remember, touch, whitelist, demote and recall share.
+local function settle(m, now, p, st, demoted)
+  local score = reported(m, ln_score(m, now, p, st), p)
+  local evicted, over = enforce(now, p)
+  return {fmt(score), evicted, demoted, over}
+end
+
 local function memory_reply(m, score, text)
   return {m.id, fmt(m.imp), fmt(score), m.cold and 'cold' or 'hot', m.wl and 1 or 0,
     m.till, m.created, m.la, text or false}
