@@ -39,7 +39,10 @@ local p, st = load_policy()
 return once(call, p, function()
   local m = read_meta(id)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  if not m.wl then return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, 0} end
+  if not m.wl then
+    local over = math.max(0, hot_size() - p.max_hot)
+    return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, over}
+  end
   expire_protection(now)
   m.wl = false
   write_meta(m)

@@ -1,14 +1,25 @@
-"""Bad input gets a typed error and changes nothing, through Python and through raw EVALSHA."""
+"""Bad input gets a typed error and changes nothing; odd but valid input round-trips.
+
+Every case runs through the Python API and, with the Python checks bypassed,
+through raw EVALSHA. The cases are generated: each MemoryStore method gets the
+bad values of each of its parameters (read from its signature), each script
+the bad values of each of its ARGV and the ARITY, BAD_KEYS and WRONG_TYPE cases
+of its KEYS (read from its header), so a new method or script is covered
+without editing the tables. After every rejected call a DUMP of every key in
+the database is byte-identical to the one taken before, and no key appeared.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 import redis
 
 from memevict import (
-    ArityError,
     BadArgument,
     BadId,
     BadImportance,
@@ -16,6 +27,7 @@ from memevict import (
     BadNow,
     BadPolicy,
     BadRate,
+    InvalidArgument,
     MemevictError,
     MemoryStore,
     NotFound,
@@ -24,198 +36,771 @@ from memevict import (
 )
 from memevict.errors import from_response
 from memevict.scripts import key_name, namespace_keys, specs
+from tests.servers import Server
 
 T0 = 1_700_000_000_000
+LATER = T0 + 120_000  # past the fixture's protection windows
 NS = "bad"
+OTHER = "other"  # a second namespace with data, which no call may touch
+MB = 1 << 20
+MAX_NOW_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+NAN, INF = float("nan"), float("inf")
+
+Snapshot = dict[bytes, bytes | None]
 
 
-def snapshot(client: redis.Redis) -> dict[bytes, bytes | None]:
-    return {k.encode(): client.dump(k) for k in namespace_keys(NS)}  # type: ignore[misc]
+def snapshot(client: redis.Redis) -> Snapshot:
+    """DUMP of every key in the database and of every key NS could have."""
+    keys = sorted(set(client.keys("*")) | {k.encode() for k in namespace_keys(NS)})
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.dump(key)
+    return dict(zip(keys, pipe.execute(), strict=True))
+
+
+def fill(store: MemoryStore) -> None:
+    """Memories in every state, so every key role of the namespace exists."""
+    store.remember("a", 1.0, text="t", now=T0)
+    store.remember("w", 5.0, whitelist=True, now=T0)
+    store.remember("e", 9.0, now=T0)
+    for memory_id in ("b", "c", "d"):  # protected; the last makes a, past its protection, cold
+        store.remember(memory_id, 2.0, now=T0 + 60_000)
+
+
+@pytest.fixture(scope="session")
+def filled(server: Server) -> Snapshot:
+    """The DUMP of NS and OTHER filled, made once per server and restored by each test."""
+    client = server.client()
+    client.flushall()
+    fill(MemoryStore(client, OTHER, Policy(max_hot=5, whitelist_cap=1)))
+    fill(MemoryStore(client, NS, Policy(max_hot=5, whitelist_cap=1)))
+    dumps = snapshot(client)
+    client.flushall()
+    client.close()
+    return dumps
 
 
 @pytest.fixture
-def store(client: redis.Redis) -> MemoryStore:
-    s = MemoryStore(client, NS, Policy(max_hot=3, whitelist_cap=1))
-    s.remember("a", 5.0, text="t", now=T0)
-    s.remember("w", 5.0, whitelist=True, now=T0)
-    s.remember("b", 1.0, now=T0 + 60_000)
-    s.remember("c", 2.0, now=T0 + 60_000)
-    s.remember("d", 3.0, now=T0 + 60_000)  # something is cold
-    return s
+def filled_db(client: redis.Redis, filled: Snapshot) -> redis.Redis:
+    pipe = client.pipeline(transaction=False)
+    for key, dump in filled.items():
+        if dump is not None:
+            pipe.restore(key, 0, dump)
+    pipe.execute()
+    return client
 
 
-PYTHON_CASES: list[tuple[str, Callable[[MemoryStore], object], type[MemevictError]]] = [
-    ("nan importance", lambda s: s.remember("x", float("nan")), BadImportance),
-    ("inf importance", lambda s: s.remember("x", float("inf")), BadImportance),
-    ("-inf importance", lambda s: s.remember("x", float("-inf")), BadImportance),
-    ("zero importance", lambda s: s.remember("x", 0), BadImportance),
-    ("negative importance", lambda s: s.remember("x", -1), BadImportance),
-    ("text importance", lambda s: s.remember("x", "10"), BadImportance),  # type: ignore[arg-type]
-    ("bool importance", lambda s: s.remember("x", True), BadImportance),
-    ("huge int importance", lambda s: s.remember("x", 10**400), BadImportance),
-    ("empty id", lambda s: s.remember("", 1.0), BadId),
-    ("long id", lambda s: s.remember("x" * 1025, 1.0), BadId),
-    ("bytes id", lambda s: s.remember(b"x", 1.0), BadId),  # type: ignore[arg-type]
-    ("negative now", lambda s: s.remember("x", 1.0, now=-1), BadNow),
-    ("float now", lambda s: s.remember("x", 1.0, now=1.5), BadNow),  # type: ignore[arg-type]
-    ("absurd now", lambda s: s.remember("x", 1.0, now=10**16), BadNow),
-    ("rate 0", lambda s: s.decay(0), BadRate),
-    ("rate > 1", lambda s: s.decay(1.5), BadRate),
-    ("rate nan", lambda s: s.decay(float("nan")), BadRate),
-    ("negative k", lambda s: s.top(-1), BadArgument),
-    ("unknown whitelist", lambda s: s.whitelist("nope"), NotFound),
-    ("unknown demote", lambda s: s.demote("nope"), NotFound),
-    ("unknown recall", lambda s: s.recall("nope"), NotFound),
-    ("empty touch id", lambda s: s.touch(""), BadId),
-    ("empty forget id", lambda s: s.forget(""), BadId),
-]
+@pytest.fixture
+def store(filled_db: redis.Redis) -> MemoryStore:
+    return MemoryStore(filled_db, NS)
 
 
-@pytest.mark.parametrize(("case", "call", "error"), PYTHON_CASES, ids=[c[0] for c in PYTHON_CASES])
+def test_the_fixture_fills_every_key_role(client: redis.Redis, store: MemoryStore) -> None:
+    # So WRONG_TYPE cases replace real data and snapshots cover every role.
+    assert all(client.exists(k) for k in namespace_keys(NS))
+    assert all(client.exists(k) for k in namespace_keys(OTHER))
+    cold = store.get("a", now=LATER)
+    assert cold is not None and cold.tier == "cold"
+
+
+def assert_rejected(
+    client: redis.Redis, call: Callable[[], object], error: type[MemevictError]
+) -> MemevictError:
+    """call raises exactly `error` (a MemevictError) and writes nothing."""
+    before = snapshot(client)
+    with pytest.raises(MemevictError) as raised:
+        call()
+    assert snapshot(client) == before
+    assert type(raised.value) is error, raised.value
+    return raised.value
+
+
+# ---------------------------------------------------------------------------
+# The Python API: every public method, every parameter, from the signatures.
+
+# A call of each public method that succeeds (and writes, for a writing method);
+# every bad-input case below is one of these with one argument replaced.
+VALID_CALLS: dict[str, dict[str, Any]] = {
+    "remember": {"id": "a", "importance": 2.0, "text": "x", "whitelist": False, "now": LATER},
+    "touch": {"id": "b", "now": LATER},
+    "decay": {"rate": 0.5},
+    "evict": {"now": LATER},
+    "whitelist": {"id": "b", "now": LATER},
+    "demote": {"id": "w", "now": LATER},
+    "recall": {"id": "a", "now": LATER},
+    "forget": {"id": "b"},
+    "get": {"id": "a", "now": LATER},
+    "top": {"k": 3, "now": LATER},
+    "stats": {"now": LATER},
+    "set_policy": {"policy": Policy(max_hot=2)},
+}
+READ_ONLY_METHODS = {"get", "top", "stats"}
+
+
+def public_methods() -> list[str]:
+    return sorted(
+        name
+        for name, member in inspect.getmembers(MemoryStore, inspect.isfunction)
+        if not name.startswith("_")
+    )
+
+
+def forged_policy(**fields: object) -> Policy:
+    """A Policy holding values its constructor refuses, to reach the scripts' own checks."""
+    policy = object.__new__(Policy)
+    for field in dataclasses.fields(Policy):
+        object.__setattr__(
+            policy, field.name, fields.get(field.name, getattr(Policy(), field.name))
+        )
+    return policy
+
+
+def bad(label: str, value: object, error: type[InvalidArgument], *marks: Any) -> Any:
+    return pytest.param(value, error, id=label, marks=marks)
+
+
+# Bad values of each parameter, by parameter name.
+BAD_PYTHON_VALUES: dict[str, list[Any]] = {
+    "id": [
+        bad("empty", "", BadId),
+        bad("1025 bytes", "x" * 1025, BadId),
+        bad("1026 bytes in 513 chars", "é" * 513, BadId),
+        bad("1 MB", "x" * MB, BadId),
+        bad("bytes", b"a", BadId),
+        bad("None", None, BadId),
+        bad("int", 5, BadId),
+        bad("lone surrogate", "\ud800", BadId),
+        bad("escaped UTF-8", "\udcc3\udcbf", BadId),
+    ],
+    "importance": [
+        bad("nan", NAN, BadImportance),
+        bad("+inf", INF, BadImportance),
+        bad("-inf", -INF, BadImportance),
+        bad("0", 0, BadImportance),
+        bad("-0.0", -0.0, BadImportance),
+        bad("negative", -1.0, BadImportance),
+        bad("10**400", 10**400, BadImportance),
+        bad("str", "10", BadImportance),
+        bad("bool", True, BadImportance),
+        bad("None", None, BadImportance),
+    ],
+    "now": [
+        bad("negative", -1, BadNow),
+        bad("fractional", 1.5, BadNow),
+        bad("float", float(T0), BadNow),
+        bad("year 10000", MAX_NOW_MS + 1, BadNow),
+        bad("10**400", 10**400, BadNow),
+        bad("nan", NAN, BadNow),
+        bad("inf", INF, BadNow),
+        bad("str", str(T0), BadNow),
+        bad("bool", True, BadNow),
+    ],
+    "rate": [
+        bad("0", 0, BadRate),
+        bad("> 1", 1.5, BadRate),
+        bad("nan", NAN, BadRate),
+        bad("inf", INF, BadRate),
+        bad("negative", -0.5, BadRate),
+        bad("str", "0.5", BadRate),
+        bad("bool", True, BadRate),
+        bad("None", None, BadRate),
+    ],
+    "k": [
+        bad("negative", -1, BadArgument),
+        bad("100001", 100_001, BadArgument),
+        bad("10**20", 10**20, BadArgument),
+        bad("float", 3.0, BadArgument),
+        bad("str", "3", BadArgument),
+        bad("bool", True, BadArgument),
+        bad("None", None, BadArgument),
+    ],
+    "policy": [
+        bad("max_hot 0 past the constructor", forged_policy(max_hot=0), BadPolicy),
+        bad("half_life_s nan past the constructor", forged_policy(half_life_s=NAN), BadPolicy),
+        bad("jitter -1 past the constructor", forged_policy(jitter=-1.0), BadPolicy),
+        bad("None", None, BadPolicy),
+        bad("dict", {"max_hot": 3}, BadPolicy),
+    ],
+    "text": [bad("int", 5, BadArgument), bad("bytes", b"x", BadArgument)],
+    "whitelist": [bad("str 'no'", "no", BadArgument)],
+}
+
+
+def python_cases() -> list[Any]:
+    return [
+        pytest.param(
+            method, param, *case.values, id=f"{method} {param}={case.id}", marks=case.marks
+        )
+        for method in public_methods()
+        for param in inspect.signature(getattr(MemoryStore, method)).parameters
+        for case in BAD_PYTHON_VALUES.get(param, [])
+    ]
+
+
+PYTHON_CASES = python_cases()
+
+
+def test_the_tables_cover_every_public_method_and_parameter() -> None:
+    assert set(VALID_CALLS) == set(public_methods())
+    for method in public_methods():
+        params = set(inspect.signature(getattr(MemoryStore, method)).parameters) - {"self"}
+        assert params == set(VALID_CALLS[method]), method
+        assert params <= set(BAD_PYTHON_VALUES), (method, params - set(BAD_PYTHON_VALUES))
+
+
+@pytest.mark.parametrize("method", sorted(VALID_CALLS))
+def test_the_valid_python_calls_succeed(
+    client: redis.Redis, store: MemoryStore, method: str
+) -> None:
+    # Each bad case differs from one of these in one argument, so its error is that argument's.
+    before = snapshot(client)
+    getattr(store, method)(**VALID_CALLS[method])
+    assert (snapshot(client) == before) == (method in READ_ONLY_METHODS), method
+
+
+@pytest.mark.parametrize(("method", "param", "value", "error"), PYTHON_CASES)
 def test_python_api_rejects_bad_input(
     client: redis.Redis,
     store: MemoryStore,
-    case: str,
-    call: Callable[[MemoryStore], object],
-    error: type[MemevictError],
+    method: str,
+    param: str,
+    value: object,
+    error: type[InvalidArgument],
 ) -> None:
-    before = snapshot(client)
-    with pytest.raises(error):
-        call(store)
-    assert snapshot(client) == before
+    kwargs = {**VALID_CALLS[method], param: value}
+    assert_rejected(client, lambda: getattr(store, method)(**kwargs), error)
 
 
-def good_args(script: str) -> dict[str, str]:
-    base = {
-        "id": "a",
-        "importance": "2",
-        "text": "",
-        "has_text": "0",
-        "whitelist": "0",
-        "now": str(T0 + 120_000),
-        "rate": "0.5",
-        "k": "3",
-        "mode": "replace",
-        "call": "",
-    }
-    base.update(Policy(max_hot=2).to_args())
-    return {name: base[name] for name in specs()[script].args}
+@pytest.mark.parametrize("method", ["whitelist", "demote", "recall"])
+def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, method: str) -> None:
+    kwargs = {**VALID_CALLS[method], "id": "nope"}
+    assert_rejected(client, lambda: getattr(store, method)(**kwargs), NotFound)
 
 
-# (script, argument, bad value, expected code)
-RAW_CASES = [
-    ("remember", "importance", "nan", "BAD_IMPORTANCE"),
-    ("remember", "importance", "inf", "BAD_IMPORTANCE"),
-    ("remember", "importance", "-inf", "BAD_IMPORTANCE"),
-    ("remember", "importance", "0", "BAD_IMPORTANCE"),
-    ("remember", "importance", "-3", "BAD_IMPORTANCE"),
-    ("remember", "importance", "0x10", "BAD_IMPORTANCE"),
-    ("remember", "importance", " 5", "BAD_IMPORTANCE"),
-    ("remember", "importance", "ten", "BAD_IMPORTANCE"),
-    ("remember", "importance", "1e999", "BAD_IMPORTANCE"),
-    ("remember", "importance", "", "BAD_IMPORTANCE"),
-    ("remember", "id", "", "BAD_ID"),
-    ("remember", "id", "x" * 1025, "BAD_ID"),
-    ("remember", "has_text", "yes", "BAD_ARG"),
-    ("remember", "whitelist", "2", "BAD_ARG"),
-    ("remember", "now", "-5", "BAD_NOW"),
-    ("remember", "now", "1.5", "BAD_NOW"),
-    ("remember", "now", "99999999999999999", "BAD_NOW"),
-    ("decay", "rate", "0", "BAD_RATE"),
-    ("decay", "rate", "1.01", "BAD_RATE"),
-    ("decay", "rate", "nan", "BAD_RATE"),
-    ("decay", "rate", "-0.5", "BAD_RATE"),
-    ("top", "k", "-1", "BAD_ARG"),
-    ("top", "k", "1e3", "BAD_ARG"),
-    ("whitelist", "id", "nope", "NOT_FOUND"),
-    ("demote", "id", "nope", "NOT_FOUND"),
-    ("recall", "id", "nope", "NOT_FOUND"),
-    ("touch", "now", "later", "BAD_NOW"),
-    ("evict", "now", "x", "BAD_NOW"),
-    ("get", "id", "", "BAD_ID"),
-    ("forget", "id", "", "BAD_ID"),
-    ("stats", "now", "-1", "BAD_NOW"),
-    ("configure", "max_hot", "0", "BAD_POLICY"),
-    ("configure", "half_life_s", "0", "BAD_POLICY"),
-    ("configure", "jitter", "nan", "BAD_POLICY"),
-    ("configure", "mode", "upsert", "BAD_ARG"),
+# Which script each method runs, to plant a key of the wrong type under it.
+METHOD_SCRIPTS = {**{m: m for m in VALID_CALLS}, "set_policy": "configure"}
+
+
+@pytest.mark.parametrize(
+    ("method", "role"),
+    [(m, r) for m in sorted(VALID_CALLS) for r in specs()[METHOD_SCRIPTS[m]].keys],
+    ids=[f"{m} {r}" for m in sorted(VALID_CALLS) for r in specs()[METHOD_SCRIPTS[m]].keys],
+)
+def test_python_api_raises_wrong_type(
+    client: redis.Redis, store: MemoryStore, method: str, role: str
+) -> None:
+    key = key_name(NS, role)
+    client.delete(key)
+    client.set(key, "planted")
+    assert_rejected(client, lambda: getattr(store, method)(**VALID_CALLS[method]), WrongType)
+
+
+BAD_NAMESPACES = [
+    ("empty", ""),
+    ("open brace", "a{b"),
+    ("close brace", "a}b"),
+    ("hash tag", "{x}"),
+    ("star", "a*"),
+    ("lone star", "*"),
+    ("question mark", "a?"),
+    ("open bracket", "a[b"),
+    ("close bracket", "a]b"),
+    ("backslash", "a\\b"),
+    ("space", "a b"),
+    ("tab", "a\tb"),
+    ("newline", "a\nb"),
+    ("NUL", "a\x00b"),
+    ("no-break space", "a\u00a0b"),
+    ("257 bytes", "x" * 257),
+    ("258 bytes in 129 chars", "é" * 129),
+    ("bytes", b"ns"),
+    ("None", None),
+    ("int", 5),
 ]
 
 
-def raw_call(client: redis.Redis, script: str, args: dict[str, str]) -> object:
-    spec = specs()[script]
-    keys = spec.key_names(NS)
-    return client.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
-
-
-@pytest.mark.parametrize(("script", "arg", "value", "code"), RAW_CASES)
-def test_scripts_reject_bad_input_without_python(
-    client: redis.Redis, store: MemoryStore, script: str, arg: str, value: str, code: str
-) -> None:
-    store.registry.load()
-    args = good_args(script)
-    args[arg] = value
+@pytest.mark.parametrize(
+    "namespace", [n for _, n in BAD_NAMESPACES], ids=[i for i, _ in BAD_NAMESPACES]
+)
+def test_bad_namespaces_are_rejected(client: redis.Redis, namespace: Any) -> None:
     before = snapshot(client)
-    with pytest.raises(redis.ResponseError) as raised:
-        raw_call(client, script, args)
-    assert str(raised.value).split(" ")[0] == code
-    assert snapshot(client) == before
-
-
-@pytest.mark.parametrize("script", sorted(specs()))
-def test_wrong_arity_is_rejected(client: redis.Redis, store: MemoryStore, script: str) -> None:
-    store.registry.load()
-    spec = specs()[script]
-    keys = spec.key_names(NS)
-    args = spec.argv(good_args(script))
-    before = snapshot(client)
-    for k, a in ((keys[:-1], args), (keys, [*args, "extra"]), (keys, args[:-1])):
-        with pytest.raises(redis.ResponseError) as raised:
-            client.evalsha(spec.sha, len(k), *k, *a)
-        assert isinstance(from_response(raised.value), ArityError)
-    assert snapshot(client) == before
-
-
-@pytest.mark.parametrize("script", sorted(specs()))
-def test_a_key_of_the_wrong_type_is_rejected(
-    client: redis.Redis, store: MemoryStore, script: str
-) -> None:
-    store.registry.load()
-    spec = specs()[script]
-    for role, key_type in zip(spec.keys, spec.key_types, strict=True):
-        key = key_name(NS, role)
-        saved = client.dump(key)
-        client.delete(key)
-        if key_type == "hash":
-            client.zadd(key, {"planted": 1})
-        else:
-            client.hset(key, "planted", "1")
-        before = snapshot(client)
-        with pytest.raises(redis.ResponseError) as raised:
-            raw_call(client, script, good_args(script))
-        assert isinstance(from_response(raised.value), WrongType), (script, role)
-        assert snapshot(client) == before
-        client.delete(key)
-        if saved is not None:
-            client.restore(key, 0, saved)
-
-
-def test_store_methods_raise_wrong_type(client: redis.Redis, store: MemoryStore) -> None:
-    client.delete(key_name(NS, "cold"))
-    client.set(key_name(NS, "cold"), "planted")
-    before = snapshot(client)
-    with pytest.raises(WrongType):
-        store.remember("z", 1.0)
-    assert snapshot(client) == before
-
-
-@pytest.mark.parametrize("namespace", ["", "a{b", "a}b", "x" * 257])
-def test_bad_namespaces_are_rejected(client: redis.Redis, namespace: str) -> None:
     with pytest.raises(BadNamespace):
         MemoryStore(client, namespace)
+    assert snapshot(client) == before
 
 
-def test_bad_policy_through_the_store(client: redis.Redis) -> None:
+@pytest.mark.parametrize("namespace", ["x" * 256, "é" * 128, "🧠", "agent-42:v2", "ns'\"--"])
+def test_unusual_namespaces_work(client: redis.Redis, namespace: str) -> None:
+    store = MemoryStore(client, namespace)
+    store.remember("a", 1.0, now=T0)
+    assert [m.id for m in store.top(1, now=T0)] == ["a"]
+    assert {k.decode() for k in client.keys("*")} <= set(namespace_keys(namespace))
+
+
+def test_a_bad_policy_at_construction_writes_nothing(client: redis.Redis) -> None:
     with pytest.raises(BadPolicy):
-        MemoryStore(client, "ns", Policy(max_hot=-1))
+        MemoryStore(client, NS, Policy(max_hot=-1))
+    with pytest.raises(BadPolicy):
+        MemoryStore(client, NS, forged_policy(whitelist_boost=0.5))
     assert client.keys("*") == []
+
+
+# ---------------------------------------------------------------------------
+# Raw EVALSHA: the scripts' own checks, from the headers.
+
+# ARGV that make each script succeed and, for a writing script, write.
+GOOD_ARGS: dict[str, str] = {
+    "id": "b",
+    "importance": "2",
+    "text": "t",
+    "has_text": "1",
+    "whitelist": "1",
+    "now": str(LATER),
+    "rate": "0.5",
+    "k": "3",
+    "mode": "replace",
+    "call": "",
+    **Policy(max_hot=2).to_args(),
+}
+GOOD_OVERRIDES = {"demote": {"id": "w"}, "recall": {"id": "a"}}
+
+
+def good_args(script: str) -> dict[str, str | bytes]:
+    args = {**GOOD_ARGS, **GOOD_OVERRIDES.get(script, {})}
+    return {name: args[name] for name in specs()[script].args}
+
+
+def evalsha(
+    client: redis.Redis, script: str, keys: Sequence[str | bytes], args: Sequence[str | bytes]
+) -> Any:
+    spec = specs()[script]
+    try:
+        return client.evalsha(spec.sha, len(keys), *keys, *args)
+    except redis.exceptions.NoScriptError:  # the client fixture flushes scripts
+        client.script_load(spec.source)
+        return client.evalsha(spec.sha, len(keys), *keys, *args)
+
+
+def raw_call(client: redis.Redis, script: str, args: dict[str, str | bytes]) -> Any:
+    spec = specs()[script]
+    return evalsha(client, script, spec.key_names(NS), spec.argv(args))
+
+
+def assert_raw_rejected(client: redis.Redis, call: Callable[[], object], code: str) -> None:
+    before = snapshot(client)
+    with pytest.raises(redis.ResponseError) as raised:
+        call()
+    assert snapshot(client) == before
+    assert str(raised.value).split(" ")[0] == code, raised.value
+    assert from_response(raised.value).code == code
+
+
+@pytest.mark.parametrize("script", sorted(specs()))
+@pytest.mark.usefixtures("filled_db")
+def test_the_good_raw_calls_succeed(client: redis.Redis, script: str) -> None:
+    # Each bad case is one of these with one argument or key replaced: if a check
+    # were missing, the bad call would write too.
+    before = snapshot(client)
+    raw_call(client, script, good_args(script))
+    assert (snapshot(client) == before) == specs()[script].read_only, script
+
+
+POLICY_INTS = {f.name for f in dataclasses.fields(Policy) if f.type == "int"}
+NOT_A_NUMBER = [
+    ("empty", ""),
+    ("nan", "nan"),
+    ("NaN", "NaN"),
+    ("inf", "inf"),
+    ("-inf", "-inf"),
+    ("Infinity", "Infinity"),
+    ("1e999", "1e999"),
+    ("hex", "0x10"),
+    ("leading space", " 5"),
+    ("trailing space", "5 "),
+    ("word", "ten"),
+    ("65 chars", "1" * 65),
+    ("dot", "."),
+    ("exponent only", "e5"),
+    ("dangling exponent", "1e"),
+    ("sign only", "+"),
+    ("inner sign", "1+1"),
+    ("NUL", "1\x00"),
+]
+NOT_WHOLE = [  # '' is not here: it is a valid now (the server clock)
+    ("negative", "-1"),
+    ("minus zero", "-0"),
+    ("plus", "+1"),
+    ("fractional", "1.5"),
+    ("exponent", "1e3"),
+    ("hex", "0x10"),
+    ("padded", " 1"),
+    ("word", "later"),
+    ("nan", "nan"),
+    ("inf", "inf"),
+    ("20 digits", "9" * 20),
+    ("400 digits", "9" * 400),
+]
+NOT_A_FLAG = [("word", "yes"), ("2", "2"), ("empty", ""), ("padded", " 1"), ("01", "01")]
+
+
+def bad_policy_values(field: str) -> list[tuple[str, str]]:
+    values = [("negative", "-1"), *NOT_A_NUMBER]
+    if field in POLICY_INTS:
+        values += [("fractional", "1.5"), ("exponent", "1e3"), ("2**53 + 2", str(2**53 + 2))]
+    lowest = {"max_hot": ["0"], "half_life_s": ["0", "-0"], "whitelist_boost": ["0.5"]}
+    return values + [(f"{v} (below range)", v) for v in lowest.get(field, [])]
+
+
+# Bad values of each ARGV name, and the code they must get.
+BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
+    "id": (
+        "BAD_ID",
+        [
+            ("empty", ""),
+            ("1025 bytes", "x" * 1025),
+            ("1025 binary", b"\xff" * 1025),
+            ("1 MB", "x" * MB),
+        ],
+    ),
+    "importance": (
+        "BAD_IMPORTANCE",
+        [
+            ("0", "0"),
+            ("-0", "-0"),
+            ("0.0", "0.0"),
+            ("negative", "-3"),
+            ("underflow", "1e-400"),
+            *NOT_A_NUMBER,
+        ],
+    ),
+    "now": ("BAD_NOW", [("year 10000", str(MAX_NOW_MS + 1)), ("17 digits", "9" * 17), *NOT_WHOLE]),
+    "rate": (
+        "BAD_RATE",
+        [
+            ("0", "0"),
+            ("-0", "-0"),
+            ("> 1", "1.01"),
+            ("2", "2"),
+            ("1e1", "1e1"),
+            ("negative", "-0.5"),
+            *NOT_A_NUMBER,
+        ],
+    ),
+    "k": ("BAD_ARG", [("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
+    "call": ("BAD_ARG", [("65 bytes", "x" * 65), ("1 MB", "x" * MB)]),
+    "has_text": ("BAD_ARG", NOT_A_FLAG),
+    "whitelist": ("BAD_ARG", NOT_A_FLAG),
+    "mode": (
+        "BAD_ARG",
+        [("upsert", "upsert"), ("empty", ""), ("upper case", "INIT"), ("padded", "init ")],
+    ),
+    **{field: ("BAD_POLICY", bad_policy_values(field)) for field in Policy().to_args()},
+    "text": ("", []),  # any bytes are a text
+}
+
+
+def raw_value_cases() -> list[Any]:
+    cases = []
+    for script, spec in sorted(specs().items()):
+        for arg in spec.args:
+            assert arg in BAD_RAW_VALUES, f"no bad values for {script} ARGV {arg}: add them"
+            code, values = BAD_RAW_VALUES[arg]
+            cases += [
+                pytest.param(script, arg, value, code, id=f"{script} {arg}={label}")
+                for label, value in values
+            ]
+    return cases
+
+
+RAW_VALUE_CASES = raw_value_cases()
+
+
+@pytest.mark.parametrize(("script", "arg", "value", "code"), RAW_VALUE_CASES)
+@pytest.mark.usefixtures("filled_db")
+def test_scripts_reject_bad_arguments(
+    client: redis.Redis, script: str, arg: str, value: str | bytes, code: str
+) -> None:
+    args = {**good_args(script), arg: value}
+    assert_raw_rejected(client, lambda: raw_call(client, script, args), code)
+
+
+@pytest.mark.parametrize("script", ["whitelist", "demote", "recall"])
+@pytest.mark.usefixtures("filled_db")
+def test_scripts_report_an_unknown_id(client: redis.Redis, script: str) -> None:
+    args = {**good_args(script), "id": "nope"}
+    assert_raw_rejected(client, lambda: raw_call(client, script, args), "NOT_FOUND")
+
+
+def bad_layouts(keys: list[str], roles: Sequence[str], argv: list[Any]) -> list[Any]:
+    """(label, keys, argv, code) of one script."""
+    n = len(keys)
+
+    def replace(i: int, key: str) -> list[str]:
+        return [*keys[:i], key, *keys[i + 1 :]]
+
+    out = [
+        ("no keys", [], argv, "ARITY"),
+        ("one key short", keys[:-1], argv, "ARITY"),
+        ("one key extra", [*keys, key_name(NS, "extra")], argv, "ARITY"),
+        ("no args", keys, [], "ARITY"),
+        ("one arg short", keys, argv[:-1], "ARITY"),
+        ("one arg extra", keys, [*argv, "extra"], "ARITY"),
+        ("keys reversed", keys[::-1], argv, "BAD_KEYS"),
+        ("prefix without a colon", [f"memevict{{{NS}}}{r}" for r in roles], argv, "BAD_KEYS"),
+        (
+            "keys of two namespaces",
+            [key_name((NS, OTHER)[i % 2], r) for i, r in enumerate(roles)],
+            argv,
+            "BAD_KEYS",
+        ),
+    ]
+    for i in range(n - 1):
+        swapped = [*keys[:i], keys[i + 1], keys[i], *keys[i + 2 :]]
+        out.append((f"KEYS[{i + 1}] and KEYS[{i + 2}] swapped", swapped, argv, "BAD_KEYS"))
+    for i, role in enumerate(roles):
+        out += [
+            (
+                f"KEYS[{i + 1}] of namespace {OTHER}",
+                replace(i, key_name(OTHER, role)),
+                argv,
+                "BAD_KEYS",
+            ),
+            (
+                f"KEYS[{i + 1}] with another prefix",
+                replace(i, f"evil:{{{NS}}}:{role}"),
+                argv,
+                "BAD_KEYS",
+            ),
+            (
+                f"KEYS[{i + 1}] with a suffix",
+                replace(i, key_name(NS, role) + "x"),
+                argv,
+                "BAD_KEYS",
+            ),
+            (f"KEYS[{i + 1}] empty", replace(i, ""), argv, "BAD_KEYS"),
+        ]
+    return out
+
+
+def layout_cases() -> list[Any]:
+    return [
+        pytest.param(script, keys, argv, code, id=f"{script} {label}")
+        for script, spec in sorted(specs().items())
+        for label, keys, argv, code in bad_layouts(
+            spec.key_names(NS), spec.keys, spec.argv(good_args(script))
+        )
+    ]
+
+
+LAYOUT_CASES = layout_cases()
+
+
+@pytest.mark.parametrize(("script", "keys", "argv", "code"), LAYOUT_CASES)
+@pytest.mark.usefixtures("filled_db")
+def test_scripts_reject_a_bad_layout(
+    client: redis.Redis,
+    script: str,
+    keys: list[str],
+    argv: list[str | bytes],
+    code: str,
+) -> None:
+    assert_raw_rejected(client, lambda: evalsha(client, script, keys, argv), code)
+
+
+PLANT: dict[str, Callable[[redis.Redis, str], object]] = {
+    "string": lambda c, k: c.set(k, "planted"),
+    "hash": lambda c, k: c.hset(k, "planted", "1"),
+    "zset": lambda c, k: c.zadd(k, {"planted": 1}),
+}
+
+
+def wrong_type_cases() -> list[Any]:
+    cases = []
+    for script, spec in sorted(specs().items()):
+        for role, key_type in zip(spec.keys, spec.key_types, strict=True):
+            for planted in sorted(set(PLANT) - {key_type}):
+                cases.append(pytest.param(script, role, planted, id=f"{script} {role}={planted}"))
+    return cases
+
+
+WRONG_TYPE_CASES = wrong_type_cases()
+
+
+@pytest.mark.parametrize(("script", "role", "planted"), WRONG_TYPE_CASES)
+@pytest.mark.usefixtures("filled_db")
+def test_scripts_reject_a_key_of_the_wrong_type(
+    client: redis.Redis, script: str, role: str, planted: str
+) -> None:
+    key = key_name(NS, role)
+    client.delete(key)
+    PLANT[planted](client, key)
+    assert_raw_rejected(client, lambda: raw_call(client, script, good_args(script)), "WRONG_TYPE")
+
+
+# ---------------------------------------------------------------------------
+# Odd but valid input works and round-trips byte for byte.
+
+ODD_IDS = [
+    ("emoji", "🧠💾"),
+    ("ZWJ sequence", "👩‍👩‍👧"),
+    ("right to left", "שלום مرحبا"),
+    ("combining marks", "e\u0301\u0302a\u0308"),
+    ("BOM", "\ufeffid"),
+    ("open brace", "{"),
+    ("close brace", "}"),
+    ("hash tag", "{other}"),
+    ("own hash tag", "{bad}"),
+    ("colon", ":"),
+    ("colons", "a:b:c"),
+    ("space", " "),
+    ("spaces around", " id "),
+    ("newline", "line\nbreak"),
+    ("CRLF", "\r\n"),
+    ("tab", "tab\there"),
+    ("NUL", "\x00"),
+    ("inner NUL", "nul\x00byte"),
+    ("DEL", "\x7f"),
+    ("glob", "*?[a-z]\\"),
+    ("another namespace's key", "memevict:{other}:hot"),
+    ("this namespace's key", "memevict:{bad}:meta"),
+    ("Lua injection", "'); redis.call('FLUSHALL') --"),
+    ("Lua long string", "]]..redis.call('FLUSHALL')..[["),
+    ("format string", "%s%d%%"),
+    ("1024 bytes", "x" * 1024),
+    ("1024 bytes in 256 chars", "😀" * 256),
+]
+BINARY_IDS = [
+    ("0xff", b"\xff"),
+    ("lone continuation byte", b"\x80abc"),
+    ("truncated UTF-8", b"ab\xc3"),
+    ("encoded surrogate", b"\xed\xa0\x80"),
+    ("NUL and 0xff", b"\x00\xff\x00"),
+    ("1024 binary bytes", bytes(range(256)) * 4),
+]
+
+
+def odd_store(client: redis.Redis) -> MemoryStore:
+    fill(MemoryStore(client, OTHER, Policy(max_hot=5)))
+    return MemoryStore(client, NS, Policy(max_hot=2, protect_s=0, whitelist_cap=1))
+
+
+def namespace_dump(client: redis.Redis, namespace: str) -> dict[str, bytes | None]:
+    return {k: client.dump(k) for k in namespace_keys(namespace)}  # type: ignore[misc]
+
+
+def assert_only_namespace_keys(client: redis.Redis) -> None:
+    # No key was made from an id: every key is one of the two namespaces'.
+    allowed = set(namespace_keys(NS)) | set(namespace_keys(OTHER))
+    assert {k.decode() for k in client.keys("*")} <= allowed
+
+
+@pytest.mark.parametrize("memory_id", [i for _, i in ODD_IDS], ids=[label for label, _ in ODD_IDS])
+def test_odd_ids_work_through_python(client: redis.Redis, memory_id: str) -> None:
+    store = odd_store(client)
+    other = namespace_dump(client, OTHER)
+    store.remember("filler", 0.5, now=T0)
+    assert store.remember(memory_id, 3.0, text=f"text of {memory_id}", now=T0).id == memory_id
+    m = store.get(memory_id, now=T0)
+    assert m is not None and (m.id, m.text, m.tier) == (memory_id, f"text of {memory_id}", "hot")
+    assert [x.id for x in store.top(5, now=T0)] == [memory_id, "filler"]
+    assert store.touch(memory_id, now=T0 + 1) is not None
+    assert store.whitelist(memory_id, now=T0 + 2).id == memory_id
+    assert store.demote(memory_id, now=T0 + 3).demoted == (memory_id,)
+    assert store.remember("high", 9.0, now=T0 + 4).evicted == ("filler",)
+    assert store.remember("higher", 9.5, now=T0 + 5).evicted == (memory_id,)
+    cold = store.get(memory_id, now=T0 + 5)
+    assert cold is not None and cold.tier == "cold"
+    assert store.forget("high")
+    assert store.recall(memory_id, now=T0 + 6).evicted == ()
+    assert [x.id for x in store.top(5, now=T0 + 6)] == ["higher", memory_id]
+    assert store.forget(memory_id)
+    assert store.get(memory_id, now=T0 + 6) is None
+    assert not store.forget(memory_id)
+    assert_only_namespace_keys(client)
+    assert namespace_dump(client, OTHER) == other
+
+
+RAW_IDS = [(label, i.encode()) for label, i in ODD_IDS] + BINARY_IDS
+
+
+@pytest.mark.parametrize("raw_id", [i for _, i in RAW_IDS], ids=[label for label, _ in RAW_IDS])
+def test_odd_ids_round_trip_through_raw_evalsha(client: redis.Redis, raw_id: bytes) -> None:
+    store = odd_store(client)
+    other = namespace_dump(client, OTHER)
+    text = b"\xff\x00text of " + raw_id
+    args = {**good_args("remember"), "id": raw_id, "text": text, "whitelist": "0", "now": str(T0)}
+    raw_call(client, "remember", args)
+    reply = raw_call(client, "get", {"id": raw_id, "now": str(T0)})
+    assert (reply[0], reply[8]) == (raw_id, text)
+    assert [m[0] for m in raw_call(client, "top", {"k": "5", "now": str(T0)})] == [raw_id]
+    # Python reads an id that is not UTF-8 as str with surrogate escapes, and
+    # sends that str back as the same bytes.
+    (m,) = store.top(5, now=T0)
+    assert m.id.encode("utf-8", "surrogateescape") == raw_id
+    assert m.text is not None and m.text.encode("utf-8", "surrogateescape") == text
+    again = store.get(m.id, now=T0)
+    assert again is not None and again.id == m.id
+    assert store.whitelist(m.id, now=T0 + 1).id == m.id
+    assert store.forget(m.id)
+    assert raw_call(client, "get", {"id": raw_id, "now": str(T0)}) is None
+    assert_only_namespace_keys(client)
+    assert namespace_dump(client, OTHER) == other
+
+
+TEXTS = [
+    pytest.param("", id="empty"),
+    pytest.param("ü" * (MB // 2), id="1 MB"),
+    pytest.param("a\x00b\r\nc", id="NUL and newlines"),
+    pytest.param("שלום 🧠 e\u0301", id="unicode"),
+    pytest.param("]]..redis.call('FLUSHALL')..[[", id="looks like Lua"),
+    pytest.param(b"\xff\xfe".decode("utf-8", "surrogateescape"), id="binary read back"),
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_texts_round_trip_through_python(client: redis.Redis, text: str) -> None:
+    store = odd_store(client)
+    store.remember("a", 1.0, text=text, now=T0)
+    m = store.get("a", now=T0)
+    assert m is not None and m.text == text
+    store.remember("a", 2.0, now=T0)  # no text given: the stored one is kept
+    (top,) = store.top(1, now=T0)
+    assert top.text == text
+
+
+RAW_TEXTS = [
+    ("empty", b""),
+    ("every byte", bytes(range(256))),
+    ("1 MB binary", b"\xff\x00" * (MB // 2)),
+]
+
+
+@pytest.mark.parametrize("text", [t for _, t in RAW_TEXTS], ids=[label for label, _ in RAW_TEXTS])
+def test_texts_round_trip_through_raw_evalsha(client: redis.Redis, text: bytes) -> None:
+    store = odd_store(client)
+    args = {**good_args("remember"), "id": "a", "text": text, "now": str(T0)}
+    raw_call(client, "remember", args)
+    assert raw_call(client, "get", {"id": "a", "now": str(T0)})[8] == text
+    m = store.get("a", now=T0)
+    assert m is not None and m.text is not None
+    assert m.text.encode("utf-8", "surrogateescape") == text
+    raw_call(client, "remember", {**args, "has_text": "0", "text": "ignored"})
+    assert raw_call(client, "get", {"id": "a", "now": str(T0)})[8] == text
+
+
+def test_no_text_reads_back_as_none_and_empty_text_as_empty(client: redis.Redis) -> None:
+    store = odd_store(client)
+    store.remember("none", 1.0, now=T0)
+    store.remember("empty", 1.0, text="", now=T0)
+    none, empty = store.get("none", now=T0), store.get("empty", now=T0)
+    assert none is not None and none.text is None
+    assert empty is not None and empty.text == ""
+
+
+def test_every_script_and_method_has_cases() -> None:
+    # A guard against a generator that silently produces nothing.
+    for script in specs():
+        for table in (RAW_VALUE_CASES, LAYOUT_CASES, WRONG_TYPE_CASES):
+            assert any(c.values[0] == script for c in table), script
+    for method in VALID_CALLS:
+        assert any(c.values[0] == method for c in PYTHON_CASES), method

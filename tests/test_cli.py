@@ -12,6 +12,7 @@ import pytest
 import redis
 from click.testing import CliRunner
 
+from memevict import MemoryStore, PermissionDenied
 from memevict.cli import main
 from memevict.scripts import specs
 from tests.servers import Server
@@ -120,3 +121,22 @@ def test_stress_command_reports_and_passes(server: Server, client: redis.Redis) 
     report = json.loads(out)
     assert report["ok"] and report["processes"] == 16 and report["violations"] == {}
     assert report["calls"] == 32 * 5 and report["checks"] > 0
+
+
+def test_acl_prints_a_line_that_creates_a_working_user(server: Server, client: redis.Redis) -> None:
+    result = CliRunner().invoke(
+        main, ["--namespace", "cli", "acl", "worker"], env={"MEMEVICT_ACL_PASSWORD": "pw"}
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = result.output.splitlines()
+    # The line is meant for redis-cli; this one has no quoted arguments.
+    assert '"' not in line
+    try:
+        assert client.execute_command(*line.split()) in (b"OK", "OK", True)
+        worker = server.client(username="worker", password="pw")
+        MemoryStore(worker, "cli").remember("a", 1.0)
+        with pytest.raises(PermissionDenied):
+            MemoryStore(worker, "other")
+        worker.close()
+    finally:
+        client.execute_command("ACL", "DELUSER", "worker")

@@ -266,6 +266,16 @@ def test_whitelist_and_demote(make_store: StoreFactory) -> None:
         store.demote("nope")
 
 
+def test_demote_of_an_ordinary_memory_still_reports_over(make_store: StoreFactory) -> None:
+    # Found by the model-based test: the no-op demote answered over=0 while
+    # three protected memories held a hot tier of max_hot=2.
+    store = make_store(max_hot=2, protect_s=1)
+    for memory_id in ("a", "b", "c"):
+        store.remember(memory_id, 0.5, now=T0)
+    r = store.demote("a", now=T0)
+    assert (r.demoted, r.evicted, r.over) == ((), (), 1)
+
+
 # Rule 8: hot and cold tiers
 
 

@@ -4,8 +4,9 @@ A user with these rules can run every memevict script on its own namespace and
 nothing else: no other key, no channel, no command the scripts do not call.
 The commands are read from the scripts as they are sent to the server (their
 ``rcall('CMD'`` lines, helpers inlined), so a new command in a script is in the
-rules without anyone editing a list. Redis checks the user's ACL on every
-command a script calls and on every key passed in KEYS.
+rules without anyone editing a list; to them come the few the store sends
+itself. Redis checks the user's ACL on every command a script calls and on
+every key passed in KEYS.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from memevict.commands import check_namespace
 from memevict.errors import BadArgument
 from memevict.scripts import key_name, specs
 
-# A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
-# each_chunk('HDEL', ...), the helper in lib/memory.lua that forwards its
-# first argument to rcall. tests/test_security.py checks there is no other form.
-_LUA_CALL = re.compile(r"""\b(?:rcall|redis\.p?call|each_chunk)\(\s*['"]([A-Za-z]+)['"]""")
-
 # What the store itself sends: EVALSHA (EVALSHA_RO for read-only scripts), EVAL
-# and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, SCRIPT EXISTS
-# to check a preload.
-LOADER_COMMANDS = ("evalsha", "evalsha_ro", "eval", "eval_ro", "script|load", "script|exists")
+# and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, HMGET of the
+# policy in a read-only store; and SCRIPT EXISTS, for an operator checking a preload.
+LOADER_COMMANDS = (
+    "evalsha",
+    "evalsha_ro",
+    "eval",
+    "eval_ro",
+    "script|load",
+    "script|exists",
+    "hmget",
+)
 
 # Characters redis-cli reads literally in an unquoted argument.
 _CLI_PLAIN = re.compile(r"[!#-&(-\[\]-~]+")
@@ -32,13 +36,12 @@ _CLI_PLAIN = re.compile(r"[!#-&(-\[\]-~]+")
 
 def script_commands() -> tuple[str, ...]:
     """The commands the scripts call, lowercased and sorted."""
-    found = {m.lower() for spec in specs().values() for m in _LUA_CALL.findall(spec.source)}
-    return tuple(sorted(found))
+    return tuple(sorted({c for spec in specs().values() for c in spec.commands}))
 
 
 def commands() -> tuple[str, ...]:
-    """Every command a memevict user needs: the loader's, then the scripts'."""
-    return (*LOADER_COMMANDS, *script_commands())
+    """Every command a memevict user needs: the loader's, then the scripts' others."""
+    return (*LOADER_COMMANDS, *(c for c in script_commands() if c not in LOADER_COMMANDS))
 
 
 def key_pattern(namespace: str) -> str:

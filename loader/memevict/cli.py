@@ -118,6 +118,19 @@ def load(ctx: click.Context, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("user")
+@click.password_option(
+    envvar="MEMEVICT_ACL_PASSWORD", help="The user's password (prompted for if not given)."
+)
+@click.pass_context
+def acl(ctx: click.Context, user: str, password: str) -> None:
+    """Print the ACL SETUSER line of a least-privilege user of --namespace."""
+    from memevict.acl import acl_setuser_line
+
+    click.echo(acl_setuser_line(user, ctx.obj["namespace"], password))
+
+
+@main.command()
 @click.argument("id")
 @click.option("--importance", "-i", type=float, required=True)
 @click.option("--text", "-t", default=None)

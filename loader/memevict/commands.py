@@ -20,6 +20,7 @@ from memevict.errors import (
     BadImportance,
     BadNamespace,
     BadNow,
+    BadPolicy,
     BadRate,
     InvalidArgument,
 )
@@ -66,9 +67,14 @@ def _utf8(value: str, what: str, error: type[InvalidArgument]) -> bytes:
     if not isinstance(value, str):
         raise error(f"{what} must be a str, got {type(value).__name__}")
     try:
-        return value.encode("utf-8", "surrogateescape")
+        raw = value.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise error(f"{what} is not encodable as UTF-8: {value[:40]!r}") from None
+    # Escapes of bytes that form valid UTF-8 would name the same bytes as
+    # another string ('\udcc3\udcbf' and 'ÿ'): only the form read back is accepted.
+    if raw.decode("utf-8", "surrogateescape") != value:
+        raise error(f"{what} escapes bytes that are valid UTF-8: {value[:40]!r}")
+    return raw
 
 
 def _id(memory_id: str) -> bytes:
@@ -150,6 +156,9 @@ def _remembered_or_none(memory_id: str) -> Callable[[Any], Remembered | None]:
 
 
 def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
+    if not isinstance(policy, Policy):
+        raise BadPolicy(f"policy must be a memevict.Policy, got {type(policy).__name__}")
+
     def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
         status, *values = (as_text(x) for x in reply)
         return status, Policy.from_strings(dict(zip(policy.to_args(), values, strict=True)))
@@ -161,6 +170,8 @@ def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[
 def remember(
     memory_id: str, importance: float, *, text: str | None, whitelist: bool, now: int | None
 ) -> Call[Remembered]:
+    if not isinstance(whitelist, bool):
+        raise BadArgument(f"whitelist must be a bool, got {whitelist!r}")
     args: dict[str, str | bytes] = {
         "id": _id(memory_id),
         "importance": _importance(importance),

@@ -30,6 +30,10 @@ KEY_PREFIX = "memevict"
 _DECLARATION = re.compile(r"^-- (KEYS|ARGV)\[(\d+)\] (\w+): ?(\w*)")
 _ERRORS = re.compile(r"^-- Errors: (.*)$")
 _INCLUDE = re.compile(r"^--@include (\S+)\s*$")
+# A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
+# each_chunk('HDEL', ...), the helper in lib/memory.lua that forwards its first
+# argument to rcall. tests/test_security.py checks there is no other form.
+_LUA_CALL = re.compile(r"""\b(?:rcall|redis\.p?call|each_chunk)\(\s*['"]([A-Za-z]+)['"]""")
 _KEY_TYPES = ("hash", "zset")
 
 ArgValue = str | bytes
@@ -47,6 +51,7 @@ class ScriptSpec:
     args: tuple[str, ...]
     errors: tuple[str, ...]
     read_only: bool
+    commands: tuple[str, ...]  # every command the script may call, lowercase
 
     def key_names(self, namespace: str) -> list[str]:
         """The KEYS of this script for a namespace, in header order."""
@@ -132,6 +137,12 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
         "local ARG = {" + ", ".join(f"{a} = ARGV[{i}]" for i, (a, _) in enumerate(args, 1)) + "}",
     ]
     body = _inline("\n".join(lines[header_end:]), root, set(), ())
+    # The commands the body may call (helpers inlined whole, so a superset).
+    # check_call asks the ACL for each before the first write, since a command
+    # refused mid-script would fail it half way; read-only scripts ask too, so
+    # every refusal is the same NOPERM error (servers word the other differently).
+    commands = tuple(sorted({c.lower() for c in _LUA_CALL.findall(body)}))
+    preamble.append("local COMMANDS = {" + ", ".join(f"'{c}'" for c in commands) + "}")
     source = "\n".join([*lines[:header_end], *preamble, body]) + "\n"
     return ScriptSpec(
         name=name,
@@ -142,6 +153,7 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
         args=tuple(a for a, _ in args),
         errors=errors,
         read_only="no-writes" in lines[0],
+        commands=commands,
     )
 
 

@@ -10,7 +10,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from memevict import commands
 from memevict.commands import Call
-from memevict.errors import NoPolicy, PolicyMismatch, from_response
+from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
 from memevict.results import Evicted, Memory, Remembered, Stats
 from memevict.scripts import ArgValue, ScriptSpec, key_name, specs
@@ -33,7 +33,10 @@ class ScriptRegistry:
 
     def load(self) -> dict[str, str]:
         """SCRIPT LOAD every script now; returns name -> SHA1."""
-        return {name: self._client.script_load(spec.source) for name, spec in self.specs.items()}
+        try:
+            return {name: self._client.script_load(s.source) for name, s in self.specs.items()}
+        except ResponseError as error:
+            raise from_response(error) from None
 
     def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
         client = self._client
@@ -112,7 +115,10 @@ class MemoryStore:
 
     def _stored_policy(self) -> Policy:
         names = list(Policy.__dataclass_fields__)
-        values = self.client.hmget(key_name(self.namespace, "policy"), names)
+        try:
+            values = self.client.hmget(key_name(self.namespace, "policy"), names)
+        except ResponseError as error:
+            raise from_response(error) from None
         stored = {
             n: commands.as_text(v) for n, v in zip(names, values, strict=True) if v is not None
         }
@@ -122,6 +128,8 @@ class MemoryStore:
 
     def set_policy(self, policy: Policy) -> Policy:
         """Replaces the namespace's stored policy for every worker."""
+        if policy is None:  # None means "the stored one" only to the constructor
+            raise BadPolicy("set_policy needs a Policy, got None")
         self.policy = self._configure(policy, True)
         return self.policy
 

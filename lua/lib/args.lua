@@ -8,12 +8,19 @@ local function fail(code, detail)
   error(redis.error_reply(code .. ' ' .. detail))
 end
 
--- Arity, key layout and key types. Every key must be <prefix><role> with one
+-- ACL, arity, key layout and key types. A command the user's ACL refuses
+-- would fail the script where it is first called, possibly after writes, so
+-- every command the script may call (COMMANDS, from the loader) is asked first. Every key must be <prefix><role> with one
 -- prefix shared by all KEYS (the namespace's, from the Python package),
 -- so a caller cannot swap two keys of the same type or mix namespaces. A key
 -- of the wrong type planted in the namespace would otherwise fail half way
 -- through a script, after earlier writes.
 local function check_call()
+  for _, command in ipairs(COMMANDS) do
+    if not redis.acl_check_cmd(command) then
+      fail('NOPERM', 'this user may not run ' .. command .. ', which ' .. SCRIPT .. ' calls')
+    end
+  end
   if #KEYS ~= NKEYS or #ARGV ~= NARGS then
     fail('ARITY', SCRIPT .. ' takes ' .. NKEYS .. ' keys and ' .. NARGS ..
       ' args, got ' .. #KEYS .. ' and ' .. #ARGV)

@@ -154,6 +154,11 @@ local function trim_cold(p)
   rcall('ZREMRANGEBYRANK', KEY.cold, 0, excess - 1)
 end
 
+-- Every hot memory: evictable, protected and whitelisted.
+local function hot_size()
+  return rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + rcall('ZCARD', KEY.wl)
+end
+
 -- When the hot tier holds more than max_hot, moves the lowest-scored
 -- evictable memories (plus evict_batch) to the cold tier. Whitelisted and
 -- protected memories are not in KEY.hot, so they are never taken; nor is a
@@ -162,8 +167,7 @@ end
 -- KEY.fresh. Returns the evicted ids and how far over max_hot the hot tier
 -- still is.
 local function enforce(now, p)
-  local total = rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + rcall('ZCARD', KEY.wl)
-  local excess = total - p.max_hot
+  local excess = hot_size() - p.max_hot
   if excess <= 0 then return {}, 0 end
   local want = excess + p.evict_batch
   local evicted, seen = {}, 0

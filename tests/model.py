@@ -1,0 +1,315 @@
+"""A pure-Python model of memevict's eviction rules, for the model-based test.
+
+Written from the README's rules and the script headers (lua/*.lua), not from
+the scripts' bodies: it keeps scores as plain numbers (importance, jitter, last
+access, decay ticks since the memory was placed) instead of the scripts'
+forward-decay keys, and ranks memories by their score at ``now``.
+
+Time must never go backwards (the test's clock only advances). That keeps
+every memory's age >= 0, so ranking by score now is the scripts' ranking by
+decay key. It also makes lazy protection expiry exact with a simple rule: each
+script that evicts first expires protection at the same ``now``, so at eviction
+time "evictable" is exactly "hot, not whitelisted, protected_until <= now".
+The model still tracks which memories the scripts have not yet moved out of
+``fresh`` and ``prot`` (see ``_expire_protection``) so the test can check the
+raw indexes too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from memevict import Memory, Policy, Remembered, Stats
+
+# Two scores closer than this (relative; an absolute difference of their
+# logarithms) are a near-tie: the store computes them in a different way with
+# different rounding, so it may order them either way. Real ties are rarer
+# still: every remember draws a distinct jitter offset.
+NEAR_TIE = 1e-9
+
+_TWO_32 = 2**32
+_FIBONACCI = 2654435769  # 2^32 / golden ratio, rounded to odd
+
+
+class NearTie(Exception):
+    """Two memories are near-tied where their order decides what happens."""
+
+
+class Unknown(Exception):
+    """The id is unknown: the store raises NotFound."""
+
+
+@dataclass
+class Mem:
+    """One memory as the model sees it."""
+
+    id: str
+    importance: float
+    jitter: float
+    created: int
+    last_access: int
+    protected_until: int
+    text: str | None = None
+    whitelisted: bool = False
+    cold: bool = False
+    # D (the namespace's decay sum) when the memory was last put into a
+    # decaying index: decay() ticks before that do not apply to it.
+    placed_at_decay: float = 0.0
+    # Where the scripts keep it: still in `fresh` / `prot` until a script that
+    # expires protection runs at or after protected_until.
+    in_fresh: bool = False
+    in_prot: bool = False
+    cold_since: int = 0  # when it entered the cold tier: the cold tier's LRU order
+
+
+def jitter_offset(n: int, scale: float) -> float:
+    """Tie-breaking offset for the n-th remember of a namespace (README rule 4)."""
+    h = (n * _FIBONACCI) % _TWO_32
+    return scale * (h + 0.5) / _TWO_32
+
+
+def ranked(items: Iterable[Mem], key: Callable[[Mem], float]) -> list[Mem]:
+    """Items by key ascending, ties by id (a sorted set orders equal scores by member bytes)."""
+    return sorted(items, key=lambda m: (key(m), m.id.encode()))
+
+
+def lowest(items: Iterable[Mem], n: int, key: Callable[[Mem], float]) -> list[Mem]:
+    """The n lowest by key; raises NearTie if a near-tie decides which or in what order."""
+    order = ranked(items, key)
+    decisive = order[: n + 1]
+    for a, b in itertools.pairwise(decisive):
+        if key(b) - key(a) < NEAR_TIE:
+            raise NearTie(f"{a.id} and {b.id}")
+    return order[:n]
+
+
+class Model:
+    """One namespace: its policy, clock state (decay sum D, jitter counter) and memories."""
+
+    def __init__(self, policy: Policy, epoch: int) -> None:
+        self.policy = policy
+        self.epoch = epoch
+        self.decay_sum = 0.0  # D: running sum of ln(rate) over decay() calls
+        self.seq = 0  # remembers so far: the jitter counter
+        self.memories: dict[str, Mem] = {}
+
+    # Scores
+
+    def _ln_recency(self, m: Mem, now: int) -> float:
+        age_s = max(0, now - m.last_access) / 1000
+        return -math.log(2) * age_s / self.policy.half_life_s
+
+    def ln_score(self, m: Mem, now: int) -> float:
+        """ln of the unfloored score: what eviction and top() rank by."""
+        if m.cold:  # keeps decaying with time; decay() ticks apply to hot memories only
+            return math.log(m.importance + m.jitter) + self._ln_recency(m, now)
+        if m.whitelisted:
+            return math.log(m.importance * self.policy.whitelist_boost + m.jitter)
+        ticks = self.decay_sum - m.placed_at_decay
+        return math.log(m.importance + m.jitter) + self._ln_recency(m, now) + ticks
+
+    def score(self, m: Mem, now: int) -> float:
+        """The reported score: floored at score_min unless whitelisted."""
+        s = math.exp(self.ln_score(m, now))
+        return s if m.whitelisted else max(s, self.policy.score_min)
+
+    def _whitelist_rank(self, m: Mem) -> float:
+        # ln(importance x recency) up to a constant shared by all: recency measured
+        # forwards from the epoch, so it needs no `now`.
+        ln_growth = math.log(2) * (m.last_access - self.epoch) / 1000 / self.policy.half_life_s
+        return math.log(m.importance + m.jitter) + ln_growth
+
+    # The shared rules
+
+    def hot(self) -> list[Mem]:
+        return [m for m in self.memories.values() if not m.cold]
+
+    def cold(self) -> list[Mem]:
+        return [m for m in self.memories.values() if m.cold]
+
+    def _place(self, m: Mem, now: int) -> None:
+        """Puts a memory into the hot tier; decay ticks count from here."""
+        m.cold = False
+        protected = m.protected_until > now
+        m.in_fresh = protected and not m.whitelisted
+        m.in_prot = protected
+        if not m.whitelisted:
+            m.placed_at_decay = self.decay_sum
+
+    def _refresh(self, m: Mem, now: int) -> None:
+        """As fresh as a new memory: age 0 and protected for protect_s."""
+        m.last_access = now
+        m.protected_until = now + round(self.policy.protect_s * 1000)
+
+    def _expire_protection(self, now: int) -> None:
+        for m in self.hot():
+            if m.in_prot and m.protected_until <= now:
+                m.in_prot = m.in_fresh = False
+
+    def _evictable(self) -> list[Mem]:
+        return [m for m in self.hot() if not m.whitelisted and not m.in_fresh]
+
+    def _over(self) -> int:
+        return max(0, len(self.hot()) - self.policy.max_hot)
+
+    def _enforce(self, now: int) -> tuple[tuple[str, ...], int]:
+        """Hot tier over max_hot: the lowest evictable (plus evict_batch) go cold."""
+        excess = len(self.hot()) - self.policy.max_hot
+        if excess <= 0:
+            return (), 0
+        n = excess + self.policy.evict_batch
+        gone = lowest(self._evictable(), n, lambda m: self.ln_score(m, now))
+        for m in gone:
+            m.cold = True
+            m.in_fresh = m.in_prot = False
+            m.cold_since = now
+        if gone:
+            self._trim_cold()
+        return tuple(m.id for m in gone), max(0, excess - len(gone))
+
+    def _trim_cold(self) -> None:
+        """The cold tier keeps its cold_max most recently evicted memories."""
+        order = ranked(self.cold(), lambda m: m.cold_since)
+        for m in order[: max(0, len(order) - self.policy.cold_max)]:
+            del self.memories[m.id]
+
+    def _cap_whitelist(self, now: int) -> tuple[str, ...]:
+        """Past whitelist_cap the lowest by importance x recency become ordinary."""
+        whitelisted = [m for m in self.hot() if m.whitelisted]
+        excess = len(whitelisted) - self.policy.whitelist_cap
+        if excess <= 0:
+            return ()
+        demoted = lowest(whitelisted, excess, self._whitelist_rank)
+        for m in demoted:
+            m.whitelisted = False
+            self._place(m, now)
+        return tuple(m.id for m in demoted)
+
+    def _known(self, id: str) -> Mem:
+        m = self.memories.get(id)
+        if m is None:
+            raise Unknown(id)
+        return m
+
+    # Operations, one per script, with the store's return values
+
+    def remember(
+        self, id: str, importance: float, text: str | None, whitelist: bool, now: int
+    ) -> Remembered:
+        self._expire_protection(now)
+        self.seq += 1
+        m = self.memories.get(id)
+        if m is None:
+            m = Mem(id, importance, 0.0, created=now, last_access=now, protected_until=now)
+            self.memories[id] = m
+        m.importance = importance
+        m.jitter = jitter_offset(self.seq, self.policy.jitter)
+        m.whitelisted = m.whitelisted or whitelist
+        if text is not None:
+            m.text = text
+        self._refresh(m, now)
+        self._place(m, now)
+        demoted = self._cap_whitelist(now) if whitelist else ()
+        score = self.score(m, now)
+        evicted, over = self._enforce(now)
+        return Remembered(id, score, evicted, demoted, over)
+
+    def touch(self, id: str, now: int) -> Remembered | None:
+        m = self.memories.get(id)
+        if m is None or m.cold:
+            return None
+        self._expire_protection(now)
+        m.last_access = now  # protection and jitter unchanged
+        self._place(m, now)
+        score = self.score(m, now)
+        evicted, over = self._enforce(now)
+        return Remembered(id, score, evicted, (), over)
+
+    def decay(self, rate: float) -> None:
+        self.decay_sum += math.log(rate)
+
+    def evict(self, now: int) -> tuple[tuple[str, ...], int]:
+        self._expire_protection(now)
+        return self._enforce(now)
+
+    def whitelist(self, id: str, now: int) -> Remembered:
+        m = self._known(id)
+        self._expire_protection(now)
+        if m.cold:  # recalled first
+            self._refresh(m, now)
+        m.whitelisted = True
+        self._place(m, now)
+        demoted = self._cap_whitelist(now)
+        score = self.score(m, now)
+        evicted, over = self._enforce(now)
+        return Remembered(id, score, evicted, demoted, over)
+
+    def demote(self, id: str, now: int) -> Remembered:
+        m = self._known(id)
+        if not m.whitelisted:  # left alone: nothing changes, nothing is evicted
+            return Remembered(id, self.score(m, now), (), (), self._over())
+        self._expire_protection(now)
+        m.whitelisted = False
+        self._place(m, now)
+        score = self.score(m, now)
+        evicted, over = self._enforce(now)
+        return Remembered(id, score, evicted, (id,), over)
+
+    def recall(self, id: str, now: int) -> Remembered:
+        m = self._known(id)
+        self._expire_protection(now)
+        self._refresh(m, now)
+        self._place(m, now)
+        score = self.score(m, now)
+        evicted, over = self._enforce(now)
+        return Remembered(id, score, evicted, (), over)
+
+    def forget(self, id: str) -> bool:
+        return self.memories.pop(id, None) is not None
+
+    # Read-only views
+
+    def get(self, id: str, now: int) -> Memory | None:
+        m = self.memories.get(id)
+        if m is None:
+            return None
+        return Memory(
+            id=m.id,
+            importance=m.importance,
+            score=self.score(m, now),
+            tier="cold" if m.cold else "hot",
+            whitelisted=m.whitelisted,
+            protected_until=m.protected_until,
+            created=m.created,
+            last_access=m.last_access,
+            text=m.text,
+        )
+
+    def top_groups(self, now: int) -> list[list[str]]:
+        """Every hot memory's id, highest score first, as runs of near-tied ids.
+
+        Within a run the store may use any order; runs are in order.
+        """
+        order = ranked(self.hot(), lambda m: -self.ln_score(m, now))
+        groups: list[list[str]] = []
+        previous = math.inf
+        for m in order:
+            ln = self.ln_score(m, now)
+            if previous - ln < NEAR_TIE:
+                groups[-1].append(m.id)
+            else:
+                groups.append([m.id])
+            previous = ln
+        return groups
+
+    def stats(self, now: int) -> Stats:
+        hot = self.hot()
+        return Stats(
+            hot=len(hot),
+            cold=len(self.memories) - len(hot),
+            whitelisted=sum(m.whitelisted for m in hot),
+            protected=sum(m.in_prot and m.protected_until > now for m in hot),
+        )

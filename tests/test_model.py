@@ -1,0 +1,287 @@
+"""Model-based test: random operation sequences on a real store and on tests/model.py.
+
+Each example draws a small policy, then runs up to STEPS operations with an
+explicit, only-advancing clock on a small id alphabet (so operations collide
+on the same memories), applying each to the store and to the model. Every
+reply must match the model's, and after every step the whole state must too:
+every hot memory field by field and in order through top(), every cold one
+through get(), stats(), and the raw keys of the namespace (which ids exist,
+each index's members, texts, the jitter counter and decay sum).
+
+It runs once per server leg (the ``client`` fixture). MEMEVICT_MODEL_EXAMPLES
+sets the number of examples per leg, e.g. higher for a long hunt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import pytest
+import redis
+from hypothesis import HealthCheck, reject, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from memevict import Memory, MemoryStore, NotFound, Policy, Remembered
+from memevict.scripts import key_name
+from tests.model import Mem, Model, NearTie, Unknown
+
+NAMESPACE = "model"
+IDS = ("a", "b", "c", "d", "e", "f", "g")
+REL = 1e-9  # scores: the store's rounding differs from the model's far below this
+EXAMPLES = int(os.environ.get("MEMEVICT_MODEL_EXAMPLES", "200"))
+STEPS = 30
+
+ids = st.sampled_from(IDS)
+# Small fixed values make ties of importance x recency (up to jitter) likely;
+# the floats cover the rest, down to scores below the floor.
+importances = st.sampled_from([0.5, 1.0, 2.0, 3.0, 8.0]) | st.floats(0.01, 20.0)
+rates = st.sampled_from([0.5, 0.9, 1.0]) | st.floats(0.01, 1.0)
+# 1000 and 2000 land exactly on protection ends (protect_s 0, 1 or 2); minutes
+# (half_life_s is one) let recency outweigh importance.
+steps_ms = st.sampled_from([0, 1, 999, 1000, 2000, 60_000, 180_000]) | st.integers(0, 240_000)
+texts = st.sampled_from([None, "x", "y"])
+policies = st.builds(
+    Policy,
+    max_hot=st.integers(2, 4),
+    evict_batch=st.integers(0, 1),
+    half_life_s=st.just(60.0),
+    whitelist_boost=st.sampled_from([1.0, 10.0]),
+    whitelist_cap=st.integers(0, 2),
+    protect_s=st.sampled_from([0.0, 1.0, 2.0]),
+    score_min=st.sampled_from([0.0, 0.1, 0.5]),
+    jitter=st.just(0.001),
+    cold_max=st.integers(0, 3),
+)
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL, abs_tol=0.0)
+
+
+def assert_remembered(got: Remembered | None, want: Remembered | None) -> None:
+    if want is None or got is None:
+        assert got == want
+        return
+    assert (got.id, got.evicted, got.demoted, got.over) == (
+        want.id,
+        want.evicted,
+        want.demoted,
+        want.over,
+    )
+    assert close(got.score, want.score), (got.score, want.score)
+
+
+def assert_memory(got: Memory | None, want: Memory | None) -> None:
+    if want is None or got is None:
+        assert got == want
+        return
+    # Everything exact but the score, which the store computes from its decay key.
+    assert got == dataclasses.replace(want, score=got.score)
+    assert close(got.score, want.score), (want.id, got.score, want.score)
+
+
+def assert_order(got: Sequence[str], groups: list[list[str]]) -> None:
+    """got is the start of the runs' concatenation, any order inside a near-tied run."""
+    rest = list(got)
+    for group in groups:
+        if not rest:
+            return
+        head, rest = rest[: len(group)], rest[len(group) :]
+        if len(head) == len(group):
+            assert sorted(head) == sorted(group), (got, groups)
+        else:
+            assert set(head) <= set(group), (got, groups)
+    assert not rest, (got, groups)
+
+
+def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
+    keys = {role: key_name(NAMESPACE, role) for role in ("meta", "text", "state")}
+    zsets = {role: key_name(NAMESPACE, role) for role in ("hot", "fresh", "prot", "wl", "cold")}
+
+    class Eviction(RuleBasedStateMachine):
+        store: MemoryStore
+        model: Model
+        now: int
+
+        def __init__(self) -> None:
+            super().__init__()
+            client.flushall()
+
+        @initialize(policy=policies, batch=st.lists(st.tuples(ids, importances), max_size=6))
+        def start(self, policy: Policy, batch: list[tuple[str, float]]) -> None:
+            self.store = MemoryStore(client, NAMESPACE, policy)
+            # The namespace's clock starts at the server's time; starting the
+            # test clock there keeps the store's decay keys small and exact.
+            self.now = int(client.hget(keys["state"], "epoch"))  # type: ignore[arg-type]
+            self.model = Model(policy, self.now)
+            # Hypothesis may leave the rules that add memories out of a whole
+            # example (swarm testing); start with some so the others have work.
+            self.remember_several(batch)
+
+        @rule(ms=steps_ms)
+        def advance(self, ms: int) -> None:
+            self.now += ms
+
+        @rule(id=ids, importance=importances, text=texts, whitelist=st.booleans(), after=steps_ms)
+        def remember_later(
+            self, id: str, importance: float, text: str | None, whitelist: bool, after: int
+        ) -> None:
+            # Whitelisted memories of different ages make the cap rank by recency.
+            self.advance(after)
+            self.remember(id, importance, text, whitelist)
+
+        @rule(id=ids, importance=importances, text=texts, whitelist=st.booleans())
+        def remember(self, id: str, importance: float, text: str | None, whitelist: bool) -> None:
+            try:
+                want = self.model.remember(id, importance, text, whitelist, self.now)
+            except NearTie:
+                reject()
+            got = self.store.remember(id, importance, text=text, whitelist=whitelist, now=self.now)
+            assert_remembered(got, want)
+
+        # Hypothesis picks among rules evenly; this second way in keeps the hot
+        # tier full enough that most steps evict, demote or recall something.
+        @rule(batch=st.lists(st.tuples(ids, importances), min_size=1, max_size=4))
+        def remember_several(self, batch: list[tuple[str, float]]) -> None:
+            for id, importance in batch:
+                self.remember(id, importance, None, False)
+
+        def pick(self, data: st.DataObject, acts_on: Callable[[Mem], bool]) -> str:
+            # Half the time an id the operation acts on (else any the model holds),
+            # half the time any id, unknown ones included.
+            held = self.model.memories.values()
+            useful = sorted(m.id for m in held if acts_on(m)) or sorted(m.id for m in held)
+            return data.draw(st.sampled_from(useful) | ids if useful else ids, label="id")
+
+        @rule(data=st.data())
+        def touch(self, data: st.DataObject) -> None:
+            id = self.pick(data, lambda m: not m.cold)
+            try:
+                want = self.model.touch(id, self.now)
+            except NearTie:
+                reject()
+            assert_remembered(self.store.touch(id, now=self.now), want)
+
+        @rule(rate=rates)
+        def decay(self, rate: float) -> None:
+            self.model.decay(rate)
+            self.store.decay(rate)
+
+        @rule()
+        def evict(self) -> None:
+            try:
+                evicted, over = self.model.evict(self.now)
+            except NearTie:
+                reject()
+            got = self.store.evict(now=self.now)
+            assert (got.evicted, got.over) == (evicted, over)
+
+        def by_id(self, op: str, id: str) -> None:
+            """whitelist, demote or recall: NotFound for an unknown id."""
+            try:
+                want = getattr(self.model, op)(id, self.now)
+            except NearTie:
+                reject()
+            except Unknown:
+                with pytest.raises(NotFound):
+                    getattr(self.store, op)(id, now=self.now)
+                return
+            assert_remembered(getattr(self.store, op)(id, now=self.now), want)
+
+        @rule(data=st.data())
+        def whitelist(self, data: st.DataObject) -> None:
+            self.by_id("whitelist", self.pick(data, lambda m: not m.whitelisted))
+
+        @rule(data=st.data())
+        def demote(self, data: st.DataObject) -> None:
+            self.by_id("demote", self.pick(data, lambda m: m.whitelisted))
+
+        @rule(data=st.data())
+        def recall(self, data: st.DataObject) -> None:
+            self.by_id("recall", self.pick(data, lambda m: m.cold))
+
+        @rule(data=st.data())
+        def forget(self, data: st.DataObject) -> None:
+            id = self.pick(data, lambda m: True)
+            assert self.store.forget(id) == self.model.forget(id)
+
+        @rule(k=st.integers(0, 4))
+        def top_k(self, k: int) -> None:
+            got = [m.id for m in self.store.top(k, now=self.now)]
+            assert len(got) == min(k, len(self.model.hot()))
+            assert_order(got, self.model.top_groups(self.now))
+
+        @rule(data=st.data())
+        def get(self, data: st.DataObject) -> None:
+            id = self.pick(data, lambda m: True)
+            assert_memory(self.store.get(id, now=self.now), self.model.get(id, self.now))
+
+        @invariant()
+        def agrees(self) -> None:
+            # Hot memories are checked field by field through top(), gone ones
+            # through the raw meta hash; get() covers the cold ones here and
+            # any one id in the `get` rule.
+            self.same_top()
+            for m in self.model.cold():
+                assert_memory(self.store.get(m.id, now=self.now), self.model.get(m.id, self.now))
+            assert self.store.stats(now=self.now) == self.model.stats(self.now)
+            self.same_indexes()
+
+        def same_top(self) -> None:
+            hot = len(self.model.hot())
+            got = self.store.top(hot + 1, now=self.now)
+            assert_order([m.id for m in got], self.model.top_groups(self.now))
+            assert len(got) == hot
+            for m in got:
+                assert_memory(m, self.model.get(m.id, self.now))
+
+        def same_indexes(self) -> None:
+            pipe = client.pipeline(transaction=False)
+            pipe.hkeys(keys["meta"])
+            pipe.hgetall(keys["text"])
+            pipe.hgetall(keys["state"])
+            for key in zsets.values():
+                pipe.zrange(key, 0, -1, withscores=True)
+            meta, text, state, *indexes = pipe.execute()
+            raw = {
+                role: {member.decode(): score for member, score in entries}
+                for role, entries in zip(zsets, indexes, strict=True)
+            }
+            model = self.model
+            hot = [m for m in model.hot() if not m.whitelisted]
+            assert {m.decode() for m in meta} == set(model.memories)
+            assert {k.decode(): v.decode() for k, v in text.items()} == {
+                m.id: m.text for m in model.memories.values() if m.text is not None
+            }
+            assert set(raw["hot"]) == {m.id for m in hot if not m.in_fresh}
+            assert set(raw["fresh"]) == {m.id for m in hot if m.in_fresh}
+            assert set(raw["wl"]) == {m.id for m in model.hot() if m.whitelisted}
+            assert raw["prot"] == {m.id: m.protected_until for m in model.hot() if m.in_prot}
+            assert raw["cold"] == {m.id: m.cold_since for m in model.cold()}
+            assert int(state[b"seq"]) == model.seq
+            assert math.isclose(float(state[b"decay"]), model.decay_sum, abs_tol=1e-12)
+
+    return Eviction
+
+
+def test_store_follows_the_model(client: redis.Redis) -> None:
+    run_state_machine_as_test(
+        machine(client),
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
