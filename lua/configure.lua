@@ -94,8 +94,9 @@ if rcall('HSETNX', KEY.state, 'epoch', now) == 1 then
 end
 if status == 'replaced' then
   local p, st = load_policy()
-  expire_protection(now)
+  local t = read_tiers(now)
+  expire_protection(t)
   cap_whitelist(now, p, st)
-  enforce(now, p)
+  enforce(p, t)
 end
 return reply(status, given)

@@ -9,12 +9,11 @@
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay and jitter counter
--- KEYS[3] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[4] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[3] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] rate: decimal number in (0, 1], the factor applied to scores
--- ARGV[2] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: the namespace's running decay sum D after the tick (string, %.17g).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_RATE, BAD_ARG, NO_POLICY
@@ -22,12 +21,11 @@
 --@include lib/policy.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local rate = arg_rate(ARG.rate)
-local call = arg_call(ARG.call)
 local p, st = load_policy()
 
-return once(call, p, function()
+return once(p, function()
   local decay = st.decay + math.log(rate)
   rcall('HSET', KEY.state, 'decay', fmt(decay))
   return fmt(decay)

@@ -14,13 +14,12 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[3] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [score, [evicted id, ...], [demoted id], over] as remember, with
 --   demoted empty when the memory was not whitelisted (nothing changed then).
@@ -30,23 +29,21 @@
 --@include lib/memory.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
-local call = arg_call(ARG.call)
 local p, st = load_policy()
 
-return once(call, p, function()
+return once(p, function()
   local m = read_meta(id)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+  local t = read_tiers(now)
   if not m.wl then
-    local over = math.max(0, hot_size() - p.max_hot)
-    return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, over}
+    return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, math.max(0, t.size - p.max_hot)}
   end
-  expire_protection(now)
+  expire_protection(t)
+  lift(m, t)
   m.wl = false
   write_meta(m)
-  unplace(m)
-  place(m, now, p, st)
-  return settle(m, now, p, st, {id})
+  return settle(m, place(m, now, p, st), p, st, t, {id})
 end)

@@ -13,12 +13,11 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[2] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [[evicted id, ...], over] where over (integer) is how far the hot
 --   tier is still above max_hot.
@@ -28,13 +27,14 @@
 --@include lib/memory.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local now = arg_now(ARG.now)
-local call = arg_call(ARG.call)
 local p = load_policy()
 
-return once(call, p, function()
-  expire_protection(now)
-  local evicted, over = enforce(now, p)
+return once(p, function()
+  check_types(KEY.meta) -- read only after the first write (enforce)
+  local t = read_tiers(now)
+  expire_protection(t)
+  local evicted, over = enforce(p, t)
   return {evicted, over}
 end)

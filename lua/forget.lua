@@ -10,12 +10,11 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
--- ARGV[2] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: 1 if the memory existed and was deleted, 0 if it was unknown.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY
@@ -23,12 +22,12 @@
 --@include lib/policy.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local id = arg_id(ARG.id)
-local call = arg_call(ARG.call)
 local p = load_policy()
 
-return once(call, p, function()
+return once(p, function()
+  check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold)
   if rcall('HDEL', KEY.meta, id) == 0 then return 0 end
   rcall('HDEL', KEY.text, id)
   for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do

@@ -13,13 +13,12 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[3] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [score, [evicted id, ...], [], over] as remember (nothing is demoted).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND
@@ -28,19 +27,18 @@
 --@include lib/memory.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
-local call = arg_call(ARG.call)
 local p, st = load_policy()
 
-return once(call, p, function()
+return once(p, function()
   local m = read_meta(id)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  expire_protection(now)
-  if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
+  local t = read_tiers(now)
+  expire_protection(t)
+  lift(m, t)
   refresh(m, now, p)
   write_meta(m)
-  place(m, now, p, st)
-  return settle(m, now, p, st, {})
+  return settle(m, place(m, now, p, st), p, st, t, {})
 end)

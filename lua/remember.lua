@@ -18,8 +18,9 @@
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] calls: hash, call id -> packed reply of a recent call (receipts)
--- KEYS[11] calls_at: zset, call ids by the server ms their receipt expires
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] importance: decimal number, finite and > 0
@@ -27,8 +28,6 @@
 -- ARGV[4] has_text: 0|1, 1 stores text (replacing any), 0 keeps the stored text
 -- ARGV[5] whitelist: 0|1, 1 whitelists the memory, 0 keeps its whitelist status
 -- ARGV[6] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[7] call: string, 0..64 bytes, unique per call: a repeat within retry_window_s
---   returns the first reply and writes nothing ('' for no receipt)
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over] where score is
 --   the memory's score now (string, %.17g) and over (integer) is how far the
@@ -40,36 +39,33 @@
 --@include lib/memory.lua
 --@include lib/receipts.lua
 
-check_call()
+check_layout()
 local id = arg_id(ARG.id)
 local importance = arg_importance(ARG.importance)
 local has_text = arg_flag(ARG.has_text, 'has_text')
 local whitelist = arg_flag(ARG.whitelist, 'whitelist')
 local now = arg_now(ARG.now)
-local call = arg_call(ARG.call)
 local p, st = load_policy()
 
 -- Writes start here.
-return once(call, p, function()
-  local m = read_meta(id)
-  expire_protection(now)
-  if m then
-    if m.cold then rcall('ZREM', KEY.cold, id) else unplace(m) end
-  else
-    m = {id = id, created = now, wl = false}
-  end
+return once(p, function()
+  local m = read_meta(id) or {id = id, created = now, wl = false, new = true}
+  local t = read_tiers(now)
+  -- Writes start here.
+  expire_protection(t)
+  lift(m, t)
   m.imp = importance
   m.j = next_jitter(p)
   m.wl = m.wl or whitelist
   refresh(m, now, p)
   write_meta(m)
   if has_text then rcall('HSET', KEY.text, id, ARG.text) end
-  place(m, now, p, st)
+  local key = place(m, now, p, st)
 
   local demoted = {}
   if whitelist then
     demoted = cap_whitelist(now, p, st)
-    m = read_meta(id)
+    m, key = read_meta(id), nil
   end
-  return settle(m, now, p, st, demoted)
+  return settle(m, key, p, st, t, demoted)
 end)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from memevict import (
     WrongType,
 )
 from memevict.errors import from_response
-from memevict.scripts import key_name, namespace_keys, specs
+from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -281,10 +282,15 @@ def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, met
 METHOD_SCRIPTS = {**{m: m for m in VALID_CALLS}, "set_policy": "configure"}
 
 
+# Every role but the receipt, whose key names a call id the store draws itself
+# (test_scripts_reject_a_key_of_the_wrong_type plants one).
+WRONG_TYPE_ROLES = [
+    (m, r) for m in sorted(VALID_CALLS) for r in specs()[METHOD_SCRIPTS[m]].keys if r != RECEIPT
+]
+
+
 @pytest.mark.parametrize(
-    ("method", "role"),
-    [(m, r) for m in sorted(VALID_CALLS) for r in specs()[METHOD_SCRIPTS[m]].keys],
-    ids=[f"{m} {r}" for m in sorted(VALID_CALLS) for r in specs()[METHOD_SCRIPTS[m]].keys],
+    ("method", "role"), WRONG_TYPE_ROLES, ids=[f"{m} {r}" for m, r in WRONG_TYPE_ROLES]
 )
 def test_python_api_raises_wrong_type(
     client: redis.Redis, store: MemoryStore, method: str, role: str
@@ -334,7 +340,9 @@ def test_unusual_namespaces_work(client: redis.Redis, namespace: str) -> None:
     store = MemoryStore(client, namespace)
     store.remember("a", 1.0, now=T0)
     assert [m.id for m in store.top(1, now=T0)] == ["a"]
-    assert {k.decode() for k in client.keys("*")} <= set(namespace_keys(namespace))
+    found = {k.decode() for k in client.keys("*")}
+    receipt = key_name(namespace, "call:")
+    assert {k for k in found if not k.startswith(receipt)} <= set(namespace_keys(namespace))
 
 
 def test_a_bad_policy_at_construction_writes_nothing(client: redis.Redis) -> None:
@@ -359,7 +367,6 @@ GOOD_ARGS: dict[str, str] = {
     "rate": "0.5",
     "k": "3",
     "mode": "replace",
-    "call": "",
     **Policy(max_hot=2).to_args(),
 }
 GOOD_OVERRIDES = {"demote": {"id": "w"}, "recall": {"id": "a"}}
@@ -381,9 +388,13 @@ def evalsha(
         return client.evalsha(spec.sha, len(keys), *keys, *args)
 
 
-def raw_call(client: redis.Redis, script: str, args: dict[str, str | bytes]) -> Any:
+def raw_call(
+    client: redis.Redis, script: str, args: dict[str, str | bytes], call: str | None = None
+) -> Any:
+    """One raw call, a write with a fresh call id unless `call` names one."""
     spec = specs()[script]
-    return evalsha(client, script, spec.key_names(NS), spec.argv(args))
+    keys = spec.key_names(NS, secrets.token_hex(8) if call is None else call)
+    return evalsha(client, script, keys, spec.argv(args))
 
 
 def assert_raw_rejected(client: redis.Redis, call: Callable[[], object], code: str) -> None:
@@ -487,7 +498,6 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
         ],
     ),
     "k": ("BAD_ARG", [("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
-    "call": ("BAD_ARG", [("65 bytes", "x" * 65), ("1 MB", "x" * MB)]),
     "has_text": ("BAD_ARG", NOT_A_FLAG),
     "whitelist": ("BAD_ARG", NOT_A_FLAG),
     "mode": (
@@ -558,6 +568,17 @@ def bad_layouts(keys: list[str], roles: Sequence[str], argv: list[Any]) -> list[
         swapped = [*keys[:i], keys[i + 1], keys[i], *keys[i + 2 :]]
         out.append((f"KEYS[{i + 1}] and KEYS[{i + 2}] swapped", swapped, argv, "BAD_KEYS"))
     for i, role in enumerate(roles):
+        if role == RECEIPT:  # <prefix>call:<call id>, the id at most 64 bytes
+            bad_receipts = {
+                f"of namespace {OTHER}": key_name(OTHER, "call:c"),
+                "without call:": key_name(NS, "c"),
+                "a 65-byte call id": key_name(NS, "call:" + "x" * 65),
+                "a 1 MB call id": key_name(NS, "call:" + "x" * MB),
+                "empty": "",
+            }
+            for label, key in bad_receipts.items():
+                out.append((f"KEYS[{i + 1}] {label}", replace(i, key), argv, "BAD_KEYS"))
+            continue
         out += [
             (
                 f"KEYS[{i + 1}] of namespace {OTHER}",
@@ -631,10 +652,11 @@ WRONG_TYPE_CASES = wrong_type_cases()
 def test_scripts_reject_a_key_of_the_wrong_type(
     client: redis.Redis, script: str, role: str, planted: str
 ) -> None:
-    key = key_name(NS, role)
+    key = key_name(NS, "call:c1" if role == RECEIPT else role)
     client.delete(key)
     PLANT[planted](client, key)
-    assert_raw_rejected(client, lambda: raw_call(client, script, good_args(script)), "WRONG_TYPE")
+    call = lambda: raw_call(client, script, good_args(script), call="c1")  # noqa: E731
+    assert_raw_rejected(client, call, "WRONG_TYPE")
 
 
 # ---------------------------------------------------------------------------
@@ -689,9 +711,12 @@ def namespace_dump(client: redis.Redis, namespace: str) -> dict[str, bytes | Non
 
 
 def assert_only_namespace_keys(client: redis.Redis) -> None:
-    # No key was made from an id: every key is one of the two namespaces'.
+    # No key was made from an id: every key is one of the two namespaces',
+    # or a receipt <prefix>call:<call id> of one.
     allowed = set(namespace_keys(NS)) | set(namespace_keys(OTHER))
-    assert {k.decode() for k in client.keys("*")} <= allowed
+    receipts = (key_name(NS, "call:"), key_name(OTHER, "call:"))
+    found = {k.decode() for k in client.keys("*")}
+    assert {k for k in found if not k.startswith(receipts)} <= allowed
 
 
 @pytest.mark.parametrize("memory_id", [i for _, i in ODD_IDS], ids=[label for label, _ in ODD_IDS])

@@ -263,7 +263,7 @@ def fill(client: redis.Redis, n: int) -> None:
     pipe = client.pipeline(transaction=False)
     for i in range(n):
         args = {"id": f"m{i}", "importance": str(1 + i % 9), "text": text_for(f"m{i}"),
-                "has_text": "1", "whitelist": "0", "now": str(T0 + i), "call": ""}  # fmt: skip
+                "has_text": "1", "whitelist": "0", "now": str(T0 + i)}  # fmt: skip
         pipe.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
     pipe.execute()
 

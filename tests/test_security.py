@@ -35,7 +35,7 @@ from memevict import (
     Policy,
 )
 from memevict.acl import LOADER_COMMANDS, acl_rules, acl_setuser_line, commands, script_commands
-from memevict.scripts import key_name, namespace_keys, specs
+from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -54,7 +54,19 @@ def snapshot(client: redis.Redis, namespace: str) -> Snapshot:
 
 
 def all_keys(client: redis.Redis) -> set[bytes]:
-    return set(client.keys("*"))
+    """Every key but the write receipts (<prefix>call:<id>), which expire on their own."""
+    return {k for k in client.keys("*") if b":call:" not in k}
+
+
+def of_namespaces(*namespaces: str) -> set[str]:
+    """The fixed keys of these namespaces, and the names their receipts can take."""
+    return {*(k for ns in namespaces for k in namespace_keys(ns)),
+            *(key_name(ns, role) for ns in namespaces for role in ("call:", RECEIPT))}  # fmt: skip
+
+
+def in_namespaces(key: str, *namespaces: str) -> bool:
+    receipts = tuple(key_name(ns, "call:") for ns in namespaces)
+    return key in of_namespaces(*namespaces) or key.startswith(receipts)
 
 
 def acl_log(admin: redis.Redis) -> list[tuple[str, str, str]]:
@@ -297,7 +309,7 @@ def test_the_derived_user_runs_every_method(
 ) -> None:
     fill_other(client, "B")
     run_scenario(Run(make_user("A", protocol=protocol), client, "A"))
-    assert {k.decode() for k in all_keys(client)} <= set(namespace_keys("A") + namespace_keys("B"))
+    assert all(in_namespaces(k.decode(), "A", "B") for k in all_keys(client))
     # Only refusals of CLIENT SETINFO, which redis-py sends on connect and ignores
     # refused (Valkey; Redis 7.0 does not know it).
     assert {obj for _, _, obj in acl_log(client)} <= {"client|setinfo"}
@@ -355,7 +367,7 @@ def test_the_user_is_refused_on_another_namespace(
     assert all_keys(client) == keys
     log = acl_log(client)
     refused_keys = {obj for _, reason, obj in log if reason == "key"}
-    assert refused_keys and refused_keys <= set(namespace_keys(other)), log
+    assert refused_keys and all(in_namespaces(k, other) for k in refused_keys), log
     assert {obj for _, reason, obj in log if reason != "key"} <= {"client|setinfo"}, log
 
 
@@ -463,7 +475,7 @@ def test_ids_shaped_like_another_namespace_stay_in_theirs(
     run_scenario(Run(runner, client, "A", ids=HOSTILE_IDS))
     assert snapshot(client, "B") == before
     assert other.stats(now=T0) == stats
-    assert {k.decode() for k in all_keys(client)} <= set(namespace_keys("A") + namespace_keys("B"))
+    assert all(in_namespaces(k.decode(), "A", "B") for k in all_keys(client))
 
 
 # ---------------------------------------------------------------------------
@@ -532,7 +544,10 @@ def test_only_the_package_scripts_are_sent(
             # ...its KEYS are the namespace's, in header order...
             numkeys = int(args[2])
             keys = [as_bytes(k) for k in args[3 : 3 + numkeys]]
-            assert keys == [k.encode() for k in spec.key_names(namespace)]
+            # (a write's last key is its receipt, <prefix>call:<fresh hex call id>)
+            call = keys[-1].rsplit(b":call:", 1)[-1].decode() if RECEIPT in spec.keys else ""
+            assert re.fullmatch("[0-9a-f]{16}|", call)
+            assert keys == [k.encode() for k in spec.key_names(namespace, call)]
             # ...and an id is one whole ARGV.
             argv = [as_bytes(a) for a in args[3 + numkeys :]]
             assert len(argv) == len(spec.args)
@@ -554,10 +569,10 @@ def test_the_commands_are_read_from_every_call_in_the_sources() -> None:
     # Every redis.call in the scripts goes through rcall with a literal command,
     # or through each_chunk, whose callers pass literals: acl.py reads both forms.
     for spec in specs().values():
-        calls = r"(?<!function )\b(rcall|redis\.p?call|each_chunk)\(\s*([^,)]*)"
+        calls = r"(?<!function )\b(rcall|redis\.p?call|typed_read|each_chunk)\(\s*([^,)]*)"
         for match in re.finditer(calls, spec.source):
             helper, first = match.groups()
-            if (helper, first) == ("rcall", "cmd"):  # inside each_chunk
+            if (helper, first) in (("rcall", "cmd"), ("redis.pcall", "cmd")):  # the helpers
                 continue
             assert re.fullmatch(r"'[A-Z]+'", first), (spec.name, match.group(0))
     assert "hdel" in script_commands() and "time" in script_commands()

@@ -384,3 +384,69 @@ def demo(ctx: click.Context) -> None:
 
     with connect(ctx.obj["url"]) as client:
         run_demo(client, click.echo)
+
+
+@main.command()
+@click.option("--quick", is_flag=True, help="Tiny sizes, a few seconds: the CI smoke run.")
+@click.option(
+    "--url",
+    "bench_url",
+    default=None,
+    help="Server to measure (default: the global --url, else a fresh embedded Valkey).",
+)
+@click.option(
+    "--json",
+    "json_file",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the results to FILE as JSON.",
+)
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Draw time per call against store size to FILE.png (needs memevict[bench]).",
+)
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    quick: bool,
+    bench_url: str | None,
+    json_file: str | None,
+    plot_file: str | None,
+) -> None:
+    """Benchmark memevict against its peers on one server, in one run.
+
+    Peers: raw ZADD, the seed article's client-side functions, a do-nothing
+    script and memevict; prints a table of ops/s, latencies, ratios and the
+    performance targets met or not. The full run fills stores of up to
+    1,000,000 memories and takes several minutes.
+
+    Without a URL it starts a fresh embedded Valkey server of its own. Given a
+    URL it WRITES to that server: keys under memevict:{bench-*} and
+    memevict-bench:{*} (deleted at the end), and it runs CONFIG RESETSTAT,
+    SLOWLOG RESET and changes slowlog settings for a while (restored). Use a
+    server of its own, never a production one.
+    """
+    from memevict.bench import BenchConfig, run_bench, table, to_json
+    from memevict.bench.plot import draw, matplotlib_missing
+
+    if plot_file and matplotlib_missing():
+        click.echo(
+            "matplotlib is not installed (pip install 'memevict[bench]'): skipping the plot",
+            err=True,
+        )
+        plot_file = None
+    config = BenchConfig.quick_run() if quick else BenchConfig.full()
+    url = bench_url or ctx.obj["url"]
+    results = run_bench(url, config, lambda line: click.echo(line, err=True))
+    click.echo(table(results))
+    if json_file:
+        with open(json_file, "w", encoding="utf-8") as out:
+            json.dump(to_json(results), out, indent=2)
+            out.write("\n")
+    if plot_file:
+        env = results.environment
+        draw(results.sizes, plot_file, f"memevict vs the seed article, {env['server']} "
+             f"{env['server_version']}, {env['date'][:10]}")  # fmt: skip

@@ -37,11 +37,13 @@ MAX_NAMESPACE_BYTES = 256
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
-    """One script call: which script, its arguments by name, how to read its reply."""
+    """One script call: which script, its arguments by name, how to read its
+    reply, and (for a write) the call id that names its receipt key."""
 
     script: str
     args: Mapping[str, str | bytes]
     parse: Callable[[Any], T]
+    call: str = ""
 
 
 # Braces would break the {namespace} hash tag; glob characters would widen an
@@ -89,7 +91,7 @@ def _text(value: str) -> bytes:
 
 
 def _call() -> str:
-    """A fresh call id: the script stores its reply under it, so a resent call runs once."""
+    """A fresh call id: the script keeps its reply under it, so a resent call runs once."""
     return secrets.token_hex(8)
 
 
@@ -179,21 +181,20 @@ def remember(
         "has_text": "0" if text is None else "1",
         "whitelist": "1" if whitelist else "0",
         "now": _now(now),
-        "call": _call(),
     }
-    return Call("remember", args, _remembered(memory_id))
+    return Call("remember", args, _remembered(memory_id), _call())
 
 
 def touch(memory_id: str, *, now: int | None) -> Call[Remembered | None]:
-    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "call": _call()}
-    return Call("touch", args, _remembered_or_none(memory_id))
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
+    return Call("touch", args, _remembered_or_none(memory_id), _call())
 
 
 def decay(rate: float) -> Call[None]:
     x = _number(rate)
     if x is None or not 0 < x <= 1:
         raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
-    return Call("decay", {"rate": repr(x), "call": _call()}, lambda _: None)
+    return Call("decay", {"rate": repr(x)}, lambda _: None, _call())
 
 
 def evict(*, now: int | None) -> Call[Evicted]:
@@ -201,12 +202,12 @@ def evict(*, now: int | None) -> Call[Evicted]:
         evicted, over = reply
         return Evicted(_ids(evicted), int(over))
 
-    return Call("evict", {"now": _now(now), "call": _call()}, parse)
+    return Call("evict", {"now": _now(now)}, parse, _call())
 
 
 def _by_id(script: str, memory_id: str, now: int | None) -> Call[Remembered]:
-    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "call": _call()}
-    return Call(script, args, _remembered(memory_id))
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
+    return Call(script, args, _remembered(memory_id), _call())
 
 
 def whitelist(memory_id: str, *, now: int | None) -> Call[Remembered]:
@@ -222,7 +223,7 @@ def recall(memory_id: str, *, now: int | None) -> Call[Remembered]:
 
 
 def forget(memory_id: str) -> Call[bool]:
-    return Call("forget", {"id": _id(memory_id), "call": _call()}, bool)
+    return Call("forget", {"id": _id(memory_id)}, bool, _call())
 
 
 def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:

@@ -31,10 +31,16 @@ _DECLARATION = re.compile(r"^-- (KEYS|ARGV)\[(\d+)\] (\w+): ?(\w*)")
 _ERRORS = re.compile(r"^-- Errors: (.*)$")
 _INCLUDE = re.compile(r"^--@include (\S+)\s*$")
 # A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
-# each_chunk('HDEL', ...), the helper in lib/memory.lua that forwards its first
-# argument to rcall. tests/test_security.py checks there is no other form.
-_LUA_CALL = re.compile(r"""\b(?:rcall|redis\.p?call|each_chunk)\(\s*['"]([A-Za-z]+)['"]""")
-_KEY_TYPES = ("hash", "zset")
+# typed_read('HGET', ...) (lib/args.lua) and each_chunk('HDEL', ...)
+# (lib/memory.lua), the helpers that forward their first argument to the
+# server. tests/test_security.py checks there is no other form.
+_LUA_CALL = re.compile(
+    r"""\b(?:rcall|redis\.p?call|typed_read|each_chunk)\(\s*['"]([A-Za-z]+)['"]"""
+)
+_KEY_TYPES = ("hash", "zset", "string")
+# The receipt key of a write is <prefix>call:<call id> (lib/receipts.lua).
+RECEIPT = "receipt"
+CONFIGURE = "configure"
 
 ArgValue = str | bytes
 
@@ -53,9 +59,10 @@ class ScriptSpec:
     read_only: bool
     commands: tuple[str, ...]  # every command the script may call, lowercase
 
-    def key_names(self, namespace: str) -> list[str]:
-        """The KEYS of this script for a namespace, in header order."""
-        return [key_name(namespace, role) for role in self.keys]
+    def key_names(self, namespace: str, call: str = "") -> list[str]:
+        """The KEYS of this script for a namespace, in header order; a write
+        script's receipt key names the call id (``""``: no receipt)."""
+        return [key_name(namespace, f"call:{call}" if r == RECEIPT else r) for r in self.keys]
 
     def argv(self, values: Mapping[str, ArgValue]) -> list[ArgValue]:
         """ARGV in header order from arguments given by name."""
@@ -106,8 +113,11 @@ def _declarations(lines: Sequence[str], kind: str) -> list[tuple[str, str]]:
     return [found[i] for i in sorted(found)]
 
 
-def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
-    """Builds the script to send from its file text."""
+def parse(
+    name: str, text: str, root: Traversable, asked: Sequence[str] | None = None
+) -> ScriptSpec:
+    """Builds the script to send from its file text. ``asked``: the commands
+    its check_acl asks the ACL for (default: its own if read-only, else none)."""
     lines = text.splitlines()
     if not lines or not lines[0].startswith("#!lua"):
         raise RuntimeError(f"{name}.lua must start with a #!lua shebang line")
@@ -138,11 +148,11 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
     ]
     body = _inline("\n".join(lines[header_end:]), root, set(), ())
     # The commands the body may call (helpers inlined whole, so a superset).
-    # check_call asks the ACL for each before the first write, since a command
-    # refused mid-script would fail it half way; read-only scripts ask too, so
-    # every refusal is the same NOPERM error (servers word the other differently).
     commands = tuple(sorted({c.lower() for c in _LUA_CALL.findall(body)}))
-    preamble.append("local COMMANDS = {" + ", ".join(f"'{c}'" for c in commands) + "}")
+    read_only = "no-writes" in lines[0]
+    if asked is None:
+        asked = commands if read_only else ()
+    preamble.append("local COMMANDS = {" + ", ".join(f"'{c}'" for c in asked) + "}")
     source = "\n".join([*lines[:header_end], *preamble, body]) + "\n"
     return ScriptSpec(
         name=name,
@@ -152,7 +162,7 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
         key_types=tuple(t for _, t in keys),
         args=tuple(a for a, _ in args),
         errors=errors,
-        read_only="no-writes" in lines[0],
+        read_only=read_only,
         commands=commands,
     )
 
@@ -161,15 +171,21 @@ def parse(name: str, text: str, root: Traversable) -> ScriptSpec:
 def specs() -> Mapping[str, ScriptSpec]:
     """Every script in the installed package, by name."""
     root = lua_root()
-    found = {}
-    for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if entry.is_file() and entry.name.endswith(".lua"):
-            name = entry.name.removesuffix(".lua")
-            found[name] = parse(name, entry.read_text(encoding="utf-8"), root)
+    texts = {
+        entry.name.removesuffix(".lua"): entry.read_text(encoding="utf-8")
+        for entry in sorted(root.iterdir(), key=lambda e: e.name)
+        if entry.is_file() and entry.name.endswith(".lua")
+    }
+    found = {name: parse(name, text, root) for name, text in texts.items()}
+    # configure asks the ACL for every script's commands (lib/args.lua,
+    # check_acl), so the write scripts on the hot path need not ask.
+    every = sorted({c for spec in found.values() for c in spec.commands})
+    found[CONFIGURE] = parse(CONFIGURE, texts[CONFIGURE], root, every)
     return found
 
 
 def namespace_keys(namespace: str) -> list[str]:
-    """Every key a namespace can have (the union of the scripts' KEYS)."""
-    roles = {role for spec in specs().values() for role in spec.keys}
+    """Every fixed key of a namespace (the union of the scripts' KEYS), not
+    the receipts, which come and go with the calls."""
+    roles = {role for spec in specs().values() for role in spec.keys} - {RECEIPT}
     return [key_name(namespace, role) for role in sorted(roles)]

@@ -13,7 +13,7 @@ from memevict.commands import Call
 from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
 from memevict.results import Evicted, Memory, Remembered, Stats
-from memevict.scripts import ArgValue, ScriptSpec, key_name, specs
+from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
 
 T = TypeVar("T")
 
@@ -78,6 +78,11 @@ class MemoryStore:
         self.read_only = read_only
         self.registry = ScriptRegistry(client)
         self._keys = {name: spec.key_names(namespace) for name, spec in self.registry.specs.items()}
+        self._receipt_at = {
+            name: spec.keys.index(RECEIPT)
+            for name, spec in self.registry.specs.items()
+            if RECEIPT in spec.keys
+        }
         if read_only:
             self.policy = self._stored_policy()
         else:
@@ -85,8 +90,12 @@ class MemoryStore:
 
     def _send(self, call: Call[T]) -> T:
         spec = self.registry.specs[call.script]
+        keys = self._keys[call.script]
+        if call.call:  # the receipt key is <prefix>call:<call id>
+            keys = list(keys)
+            keys[self._receipt_at[call.script]] += call.call
         try:
-            reply = self.registry.run(spec, self._keys[call.script], spec.argv(call.args))
+            reply = self.registry.run(spec, keys, spec.argv(call.args))
         except ResponseError as error:
             raise from_response(error) from None
         return call.parse(reply)

@@ -8,36 +8,86 @@ local function fail(code, detail)
   error(redis.error_reply(code .. ' ' .. detail))
 end
 
--- ACL, arity, key layout and key types. A command the user's ACL refuses
--- would fail the script where it is first called, possibly after writes, so
--- every command the script may call (COMMANDS, from the loader) is asked first. Every key must be <prefix><role> with one
--- prefix shared by all KEYS (the namespace's, from the Python package),
--- so a caller cannot swap two keys of the same type or mix namespaces. A key
--- of the wrong type planted in the namespace would otherwise fail half way
--- through a script, after earlier writes.
-local function check_call()
-  for _, command in ipairs(COMMANDS) do
-    if not redis.acl_check_cmd(command) then
-      fail('NOPERM', 'this user may not run ' .. command .. ', which ' .. SCRIPT .. ' calls')
-    end
-  end
+-- Arity and key layout, in Lua alone. Every key must be <prefix><role> with
+-- one prefix shared by all KEYS (the namespace's, from the Python package),
+-- so a caller cannot swap two keys of the same type or mix namespaces. The
+-- receipt key of a write is <prefix>call:<call id>, the id at most 64 bytes.
+local MAX_CALL_BYTES = 64
+local PREFIX -- the namespace's key prefix, set by check_layout
+local function check_layout()
   if #KEYS ~= NKEYS or #ARGV ~= NARGS then
     fail('ARITY', SCRIPT .. ' takes ' .. NKEYS .. ' keys and ' .. NARGS ..
       ' args, got ' .. #KEYS .. ' and ' .. #ARGV)
   end
   local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #KEY_ROLE[1])
+  PREFIX = prefix
   for i = 1, NKEYS do
-    if string.sub(prefix, -1) ~= ':' or KEYS[i] ~= prefix .. KEY_ROLE[i] then
-      fail('BAD_KEYS', 'KEYS[' .. i .. '] must be <prefix>:' .. KEY_ROLE[i] ..
+    local ok = string.sub(prefix, -1) == ':'
+    if KEY_ROLE[i] == 'receipt' then
+      local head = prefix .. 'call:'
+      ok = ok and string.sub(KEYS[i], 1, #head) == head and #KEYS[i] - #head <= MAX_CALL_BYTES
+    else
+      ok = ok and KEYS[i] == prefix .. KEY_ROLE[i]
+    end
+    if not ok then
+      local role = KEY_ROLE[i] == 'receipt' and 'call:<call id of at most 64 bytes>' or KEY_ROLE[i]
+      fail('BAD_KEYS', 'KEYS[' .. i .. '] must be <prefix>:' .. role ..
         ' with the prefix of KEYS[1], got ' .. string.sub(KEYS[i], 1, 300))
     end
   end
+end
+
+-- A key of the wrong type planted in the namespace would fail a script at
+-- its first command on that key, possibly after earlier writes (Redis does
+-- not roll back). So every key's type is checked before the first write:
+-- by a read the script needs anyway (typed_read), or, for a key a script
+-- only writes, by TYPE (check_types).
+local function type_of(key)
   for i = 1, NKEYS do
-    local t = rcall('TYPE', KEYS[i]).ok
-    if t ~= 'none' and t ~= KEY_TYPE[i] then
-      fail('WRONG_TYPE', KEYS[i] .. ' is a ' .. t .. ', expected a ' .. KEY_TYPE[i])
+    if KEYS[i] == key then return KEY_TYPE[i] end
+  end
+end
+
+local function wrong_type(key, found)
+  fail('WRONG_TYPE', key .. ' is a ' .. found .. ', expected a ' .. type_of(key))
+end
+
+local function typed_read(cmd, key, ...)
+  local reply = redis.pcall(cmd, key, ...)
+  if type(reply) == 'table' and reply.err then
+    if string.find(reply.err, '^WRONGTYPE') then wrong_type(key, rcall('TYPE', key).ok) end
+    error(reply)
+  end
+  return reply
+end
+
+local function check_types(...)
+  for _, key in ipairs({...}) do
+    local found = rcall('TYPE', key).ok
+    if found ~= 'none' and found ~= type_of(key) then wrong_type(key, found) end
+  end
+end
+
+-- A command the user's ACL refuses would fail a script where it is first
+-- called, possibly after writes. Read-only scripts and configure ask the ACL
+-- for every command in COMMANDS (from the loader) first: configure for the
+-- commands of every script, so a store refused any of them is refused when
+-- it is made, before it runs a write script (MemoryStore runs configure).
+-- Each is asked with a key of the namespace (so key patterns count too) and
+-- filler arguments: Valkey 9.1 crashes on acl_check_cmd('set') without them.
+local function check_acl()
+  for _, command in ipairs(COMMANDS) do
+    if not redis.acl_check_cmd(command, KEYS[1], '0', '0', '0') then
+      fail('NOPERM', 'this user may not run ' .. command .. ', which memevict calls')
     end
   end
+end
+
+-- Every check at once, for the scripts that are not on the hot path.
+local function check_call()
+  check_layout()
+  check_acl()
+  check_types(unpack(KEYS))
 end
 
 -- A strict decimal number: tonumber alone accepts 'inf', 'nan', '0x1A' and
@@ -61,20 +111,11 @@ local function whole(s, lo, hi)
 end
 
 local MAX_ID_BYTES = 1024
-local MAX_CALL_BYTES = 64
 local MAX_NOW_MS = 253402300799999 -- 9999-12-31T23:59:59.999Z
 
 local function arg_id(s)
   if #s == 0 or #s > MAX_ID_BYTES then
     fail('BAD_ID', 'id must be 1..' .. MAX_ID_BYTES .. ' bytes, got ' .. #s)
-  end
-  return s
-end
-
--- A call id for receipts (lib/receipts.lua): up to 64 bytes, '' for none.
-local function arg_call(s)
-  if #s > MAX_CALL_BYTES then
-    fail('BAD_ARG', 'call must be at most ' .. MAX_CALL_BYTES .. ' bytes, got ' .. #s)
   end
   return s
 end

@@ -25,17 +25,26 @@
 local META = '<dddddB'
 local CHUNK = 1000 -- stay under Lua's unpack() stack limit
 
-local function read_meta(id)
-  local raw = rcall('HGET', KEY.meta, id)
-  if not raw then return nil end
+local function unpack_meta(id, raw)
   local imp, j, created, la, till, flags = struct.unpack(META, raw)
   return {id = id, imp = imp, j = j, created = created, la = la, till = till,
     cold = flags % 2 == 1, wl = flags >= 2}
 end
 
-local function write_meta(m)
+-- Reads one memory's metadata (nil if unknown); also checks meta's type.
+local function read_meta(id)
+  local raw = typed_read('HGET', KEY.meta, id)
+  if not raw then return nil end
+  return unpack_meta(id, raw)
+end
+
+local function packed_meta(m)
   local flags = (m.cold and 1 or 0) + (m.wl and 2 or 0)
-  rcall('HSET', KEY.meta, m.id, struct.pack(META, m.imp, m.j, m.created, m.la, m.till, flags))
+  return struct.pack(META, m.imp, m.j, m.created, m.la, m.till, flags)
+end
+
+local function write_meta(m)
+  rcall('HSET', KEY.meta, m.id, packed_meta(m))
 end
 
 -- Runs cmd key ids... in chunks.
@@ -87,23 +96,83 @@ local function next_jitter(p)
   return p.jitter * (h + 0.5) / 4294967296
 end
 
--- Takes a hot memory out of every hot index (not meta).
-local function unplace(m)
-  rcall('ZREM', KEY.hot, m.id)
-  rcall('ZREM', KEY.fresh, m.id)
-  rcall('ZREM', KEY.wl, m.id)
-  rcall('ZREM', KEY.prot, m.id)
+-- What every script that moves memories reads before its first write: the
+-- sizes of the hot tier and the cold tier, and the memories whose protection
+-- ran out by now. Each read also checks its key's type; text, which these
+-- scripts only write (trim_cold), gets a TYPE. The sizes are kept up to date
+-- by the helpers that move memories (lift, enforce, trim_cold).
+local function read_tiers(now)
+  check_types(KEY.text)
+  return {
+    size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+      typed_read('ZCARD', KEY.wl),
+    cold = typed_read('ZCARD', KEY.cold),
+    expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now),
+    now = now,
+  }
 end
 
--- Puts a hot memory into the index its state calls for.
+-- Moves the memories whose protection ran out (t.expired) from fresh to hot.
+local function expire_protection(t)
+  local ids = t.expired
+  if #ids == 0 then return end
+  for i = 1, #ids, CHUNK do
+    local chunk = {unpack(ids, i, math.min(i + CHUNK - 1, #ids))}
+    local keys = rcall('ZMSCORE', KEY.fresh, unpack(chunk))
+    local moved, entries = {}, {}
+    for j, id in ipairs(chunk) do
+      if keys[j] then
+        moved[#moved + 1] = id
+        entries[#entries + 1] = keys[j]
+        entries[#entries + 1] = id
+      end
+    end
+    if #moved > 0 then
+      rcall('ZREM', KEY.fresh, unpack(moved))
+      rcall('ZADD', KEY.hot, unpack(entries))
+    end
+  end
+  rcall('ZREMRANGEBYSCORE', KEY.prot, '-inf', t.now)
+end
+
+-- Takes a hot memory out of its hot indexes (not meta). Runs after
+-- expire_protection, so prot holds it only if its protection runs past now.
+local function unplace(m, now)
+  if m.wl then
+    rcall('ZREM', KEY.wl, m.id)
+  elseif rcall('ZREM', KEY.hot, m.id) == 0 then
+    rcall('ZREM', KEY.fresh, m.id)
+  end
+  if m.till > now then rcall('ZREM', KEY.prot, m.id) end
+end
+
+-- Puts a hot memory into the index its state calls for; returns its decay
+-- key (nil for a whitelisted memory).
 local function place(m, now, p, st)
   local protected = m.till > now
+  local key
   if m.wl then
     rcall('ZADD', KEY.wl, fmt(whitelist_key(m, p, st)), m.id)
   else
-    rcall('ZADD', protected and KEY.fresh or KEY.hot, fmt(decay_key(m, p, st)), m.id)
+    key = decay_key(m, p, st)
+    rcall('ZADD', protected and KEY.fresh or KEY.hot, fmt(key), m.id)
   end
   if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
+  return key
+end
+
+-- Takes memory m out of wherever it is (its hot indexes, or the cold tier)
+-- before it is placed again; m.new marks a memory that is nowhere yet.
+local function lift(m, t)
+  if m.new then
+    t.size = t.size + 1
+  elseif m.cold then
+    rcall('ZREM', KEY.cold, m.id)
+    t.cold = t.cold - 1
+    t.size = t.size + 1
+  else
+    unplace(m, t.now)
+  end
 end
 
 -- Makes a memory as fresh as a new one (remember, recall): hot, protected,
@@ -114,20 +183,6 @@ local function refresh(m, now, p)
   m.cold = false
 end
 
--- Moves memories whose protection ran out from fresh to hot.
-local function expire_protection(now)
-  local ids = rcall('ZRANGEBYSCORE', KEY.prot, '-inf', now)
-  if #ids == 0 then return end
-  for _, id in ipairs(ids) do
-    local key = rcall('ZSCORE', KEY.fresh, id)
-    if key then
-      rcall('ZREM', KEY.fresh, id)
-      rcall('ZADD', KEY.hot, key, id)
-    end
-  end
-  rcall('ZREMRANGEBYSCORE', KEY.prot, '-inf', now)
-end
-
 -- Whitelist cap: demotes the lowest by importance x recency to ordinary
 -- memories (kept, not deleted). Returns the demoted ids.
 local function cap_whitelist(now, p, st)
@@ -136,27 +191,23 @@ local function cap_whitelist(now, p, st)
   local ids = rcall('ZRANGE', KEY.wl, 0, excess - 1)
   for _, id in ipairs(ids) do
     local m = read_meta(id)
+    unplace(m, now)
     m.wl = false
     write_meta(m)
-    unplace(m)
     place(m, now, p, st)
   end
   return ids
 end
 
--- The cold tier keeps its cold_max most recently used memories.
-local function trim_cold(p)
-  local excess = rcall('ZCARD', KEY.cold) - p.cold_max
+-- The cold tier keeps its cold_max most recently evicted memories.
+local function trim_cold(p, t)
+  local excess = t.cold - p.cold_max
   if excess <= 0 then return end
   local ids = rcall('ZRANGE', KEY.cold, 0, excess - 1)
   each_chunk('HDEL', KEY.meta, ids)
   each_chunk('HDEL', KEY.text, ids)
   rcall('ZREMRANGEBYRANK', KEY.cold, 0, excess - 1)
-end
-
--- Every hot memory: evictable, protected and whitelisted.
-local function hot_size()
-  return rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + rcall('ZCARD', KEY.wl)
+  t.cold = t.cold - #ids
 end
 
 -- When the hot tier holds more than max_hot, moves the lowest-scored
@@ -166,42 +217,62 @@ end
 -- whose clock is behind the one that moved it there): it goes back to
 -- KEY.fresh. Returns the evicted ids and how far over max_hot the hot tier
 -- still is.
-local function enforce(now, p)
-  local excess = hot_size() - p.max_hot
+local function enforce(p, t)
+  local now = t.now
+  local excess = t.size - p.max_hot
   if excess <= 0 then return {}, 0 end
   local want = excess + p.evict_batch
   local evicted, seen = {}, 0
   while #evicted < want do
-    local ids = rcall('ZRANGE', KEY.hot, seen, seen + want - #evicted - 1, 'WITHSCORES')
-    if #ids == 0 then break end
-    seen = seen + #ids / 2
-    for i = 1, #ids, 2 do
-      local m = read_meta(ids[i])
+    local n = math.min(want - #evicted, CHUNK)
+    local entries = rcall('ZRANGE', KEY.hot, seen, seen + n - 1, 'WITHSCORES')
+    if #entries == 0 then break end
+    seen = seen + #entries / 2
+    local ids = {}
+    for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
+    local raws = rcall('HMGET', KEY.meta, unpack(ids))
+    local metas, cold = {}, {}
+    for i, id in ipairs(ids) do
+      local m = unpack_meta(id, raws[i])
       if m.till > now then
-        rcall('ZADD', KEY.fresh, ids[i + 1], m.id)
-        rcall('ZADD', KEY.prot, m.till, m.id)
+        rcall('ZADD', KEY.fresh, entries[2 * i], id)
+        rcall('ZADD', KEY.prot, m.till, id)
       else
         m.cold = true
-        write_meta(m)
-        rcall('ZADD', KEY.cold, now, m.id)
-        evicted[#evicted + 1] = m.id
+        metas[#metas + 1] = id
+        metas[#metas + 1] = packed_meta(m)
+        cold[#cold + 1] = now
+        cold[#cold + 1] = id
+        evicted[#evicted + 1] = id
       end
+    end
+    if #cold > 0 then
+      rcall('HSET', KEY.meta, unpack(metas))
+      rcall('ZADD', KEY.cold, unpack(cold))
     end
   end
   if seen > 0 then
     rcall('ZREMRANGEBYRANK', KEY.hot, 0, seen - 1)
-    trim_cold(p)
+    t.size = t.size - #evicted
+    t.cold = t.cold + #evicted
+    trim_cold(p, t)
   end
   return evicted, math.max(0, excess - #evicted)
 end
 
--- The end of every call that (re)placed memory m: its score now, then the hot
--- tier brought back to max_hot. Returns the reply [score, [evicted id, ...],
--- demoted, over] that remember, touch, whitelist, demote and recall share.
-local function settle(m, now, p, st, demoted)
-  local score = reported(m, ln_score(m, now, p, st), p)
-  local evicted, over = enforce(now, p)
-  return {fmt(score), evicted, demoted, over}
+-- The end of every call that (re)placed memory m: its score now (key: its
+-- decay key from place, or nil to read it back), then the hot tier brought
+-- back to max_hot. Returns the reply [score, [evicted id, ...], demoted,
+-- over] that remember, touch, whitelist, demote and recall share.
+local function settle(m, key, p, st, t, demoted)
+  local ln
+  if key and not m.wl then
+    ln = ln_decayed(key, m, t.now, p, st)
+  else
+    ln = ln_score(m, t.now, p, st)
+  end
+  local evicted, over = enforce(p, t)
+  return {fmt(reported(m, ln, p)), evicted, demoted, over}
 end
 
 local function memory_reply(m, score, text)

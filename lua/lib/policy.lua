@@ -37,8 +37,8 @@ local function policy_names()
 end
 
 local function load_policy()
-  local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
-  local state = rcall('HMGET', KEY.state, 'epoch', 'decay', 'seq')
+  local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq')
   if raw[1] == false or state[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end

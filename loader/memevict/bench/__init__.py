@@ -1,0 +1,19 @@
+"""``memevict bench``: memevict side by side with its peers, in one run, on one server.
+
+Peers: raw ZADD (the floor for a write), the seed article's client-side
+functions (memevict.seed), a do-nothing script with remember's KEYS and ARGV,
+and memevict. Every target of the performance issue is a ratio measured
+within the run, over interleaved rounds (see timing.py); the modules hold one
+measurement each:
+
+  footprint   T5  server memory per memory vs a sorted-set member
+  single      T1  remember() on a full store, one client; T6 remember_many
+  concurrent  T1  the same from many client processes
+  sizes       T2, T3 and the plot: decay, evict and remember against store size
+  blocking    T4  how long any script call blocks the server at the largest size
+"""
+
+from memevict.bench.report import Results, table, to_json
+from memevict.bench.suite import BenchConfig, run_bench
+
+__all__ = ["BenchConfig", "Results", "run_bench", "table", "to_json"]

@@ -1,0 +1,51 @@
+"""T1 (one client) and T6: remember() on a full store against its peers, one
+client, unpipelined; and remember_many in batches against single remembers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from memevict.bench.peers import PeerSetup, importance, remember_many_of, remember_peers
+from memevict.bench.server import command_stats, reset_stats, usec_per_op
+from memevict.bench.timing import Sample, Samples, rotated, time_calls
+from memevict.store import MemoryStore
+
+BATCH_PEER = "remember_many"
+
+
+@dataclass(frozen=True)
+class SingleClient:
+    capacity: int
+    batch: int | None  # items per remember_many call; None: this memevict has no remember_many
+    samples: dict[str, Sample]  # PEERS, and BATCH_PEER when batch is not None
+
+
+def measure_single_client(
+    client: redis.Redis, setup: PeerSetup, *, rounds: int, ops: int, batch: int
+) -> SingleClient:
+    """``rounds`` interleaved rounds of ``ops`` items per peer; server time per
+    op from INFO commandstats around each run."""
+    calls = remember_peers(client, setup, "one")
+    many = remember_many_of(MemoryStore(client, setup.namespace))
+    items = {name: 1 for name in calls}
+    if many is not None:
+        run_many = many
+
+        def remember_batch(i: int) -> None:
+            run_many([(f"one-b{i}-{k}", importance(k)) for k in range(batch)])
+
+        calls[BATCH_PEER] = remember_batch
+        items[BATCH_PEER] = batch
+    samples = Samples()
+    next_id = dict.fromkeys(calls, 0)
+    for r in range(rounds):
+        for name in rotated(list(calls), r):
+            n = max(1, ops // items[name])
+            reset_stats(client)
+            latencies = time_calls(calls[name], n, next_id[name])
+            server = usec_per_op(command_stats(client), n)
+            next_id[name] += n
+            samples.add(name, latencies, items_per_call=items[name], server_us=server)
+    return SingleClient(setup.capacity, batch if many is not None else None, samples.all())

@@ -1,0 +1,143 @@
+"""The performance issue's targets, each judged from ratios measured within one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memevict.bench.blocking import Blocking
+from memevict.bench.concurrent import Concurrent
+from memevict.bench.footprint import Footprint
+from memevict.bench.single import BATCH_PEER, SingleClient
+from memevict.bench.sizes import Sizes
+from memevict.bench.timing import server_time_ratio, throughput_ratio, time_ratio
+
+
+@dataclass(frozen=True)
+class Target:
+    id: str
+    what: str
+    measured: float | None  # None: not run
+    limit: float
+    at_least: bool  # met when measured >= limit, else when measured <= limit
+    unit: str = "x"
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.measured is None:
+            return None
+        return self.measured >= self.limit if self.at_least else self.measured <= self.limit
+
+    @property
+    def status(self) -> str:
+        return {None: "not run", True: "met", False: "NOT MET"}[self.met]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "what": self.what,
+            "measured": self.measured,
+            "limit": self.limit,
+            "comparison": ">=" if self.at_least else "<=",
+            "unit": self.unit,
+            "met": self.met,
+            "status": self.status,
+            "note": self.note,
+        }
+
+
+def judge(
+    single: SingleClient,
+    concurrent: Concurrent,
+    sizes: Sizes,
+    blocking: Blocking,
+    footprint: Footprint,
+) -> list[Target]:
+    one, many = single.samples, concurrent.samples
+    small, big = min(sizes.sizes), max(sizes.sizes)
+    memevict = sizes.samples["memevict"]
+    batch = one.get(BATCH_PEER)
+    scripts = sorted(blocking.worst_script_us.items(), key=lambda item: -item[1])
+    return [
+        Target(
+            "T1 zadd",
+            "remember() on a full store, 1 client, ops/s vs raw ZADD",
+            throughput_ratio(one["memevict"], one["zadd"]),
+            0.7,
+            True,
+        ),
+        Target(
+            "T1 noop",
+            "remember() on a full store, 1 client, ops/s vs do-nothing EVALSHA",
+            throughput_ratio(one["memevict"], one["noop"]),
+            0.85,
+            True,
+        ),
+        Target(
+            "T1 zadd, many clients",
+            f"remember() on a full store, {concurrent.clients} clients, "
+            f"aggregate ops/s vs raw ZADD with {concurrent.clients} clients",
+            throughput_ratio(many["memevict"], many["zadd"]),
+            0.6,
+            True,
+        ),
+        Target(
+            "T1 seed",
+            "remember() on a full store, 1 client, ops/s vs the seed's remember + evict_if_full",
+            throughput_ratio(one["memevict"], one["seed"]),
+            3.5,
+            True,
+            note=(
+                f"with {concurrent.clients} clients: "
+                f"{throughput_ratio(many['memevict'], many['seed']):.2f}x"
+            ),
+        ),
+        Target(
+            "T2",
+            f"decay() time per call at {big:,} memories vs at {small:,}",
+            time_ratio(memevict["decay"][big], memevict["decay"][small]),
+            2.0,
+            False,
+        ),
+        Target(
+            "T3",
+            f"remember() on a full store (evicting), server time per call at {big:,} "
+            f"memories vs at {small:,}",
+            server_time_ratio(memevict["evict"][big], memevict["evict"][small]),
+            3.0,
+            False,
+            note=(
+                f"client side: {time_ratio(memevict['evict'][big], memevict['evict'][small]):.2f}x"
+            ),
+        ),
+        Target(
+            "T4",
+            f"longest memevict script call at {blocking.size:,} memories (SLOWLOG)",
+            blocking.worst_us / 1000,
+            5.0,
+            False,
+            unit="ms",
+            note=(
+                f"slowest: {scripts[0][0]}"
+                if scripts
+                else f"no script call above {blocking.slowlog_us / 1000:g} ms"
+            )
+            + f"; worst PING {blocking.worst_ping_ms:,.1f} ms",
+        ),
+        Target(
+            "T5",
+            "server memory per hot memory (no text) vs a bare sorted-set member",
+            footprint.memevict_per_memory / footprint.zset_per_member,
+            2.5,
+            False,
+        ),
+        Target(
+            "T6",
+            f"remember_many({single.batch or 100} items) items/s vs single remember() calls",
+            throughput_ratio(batch, one["memevict"]) if batch is not None else None,
+            10.0,
+            True,
+            note="" if batch is not None else "MemoryStore has no remember_many yet",
+        ),
+    ]

@@ -1,0 +1,177 @@
+"""memevict bench: a quick run against each test server through the CLI, and
+the seed peer it measures memevict against.
+
+No test asserts a timing: the machine is noisy, and the bench's numbers are
+for a reader comparing ratios within one run, not a gate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from memevict import MemoryStore, Policy
+from memevict.bench import plot
+from memevict.bench.peers import PEERS
+from memevict.bench.sizes import OPS, Sizes
+from memevict.bench.timing import Sample, Samples, percentile, rotated, throughput_ratio, time_ratio
+from memevict.cli import main
+from memevict.seed import SeedPeer
+from tests.seed import SeedTarget
+from tests.servers import Server
+
+TARGETS = {"T1 zadd", "T1 noop", "T1 zadd, many clients", "T1 seed", "T2", "T3", "T4", "T5", "T6"}
+METHODS = {
+    "remember",
+    "touch",
+    "decay",
+    "evict",
+    "whitelist",
+    "demote",
+    "recall",
+    "forget",
+    "get",
+    "top(10)",
+    "stats",
+    "set_policy (unchanged)",
+    "set_policy (half_life_s changed)",
+}
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _peer_numbers(peers: dict[str, dict[str, float]]) -> None:
+    for name in PEERS:
+        for field in ("ops_per_s", "us_per_call", "p50_us", "p99_us"):
+            assert _number(peers[name][field]) and peers[name][field] > 0, (name, field)
+
+
+def test_quick_bench_reports_every_peer_and_target(
+    server: Server, client: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slowlog = client.config_get("slowlog-*")
+    monkeypatch.setattr(plot, "matplotlib_missing", lambda: True)
+    out, png = tmp_path / "bench.json", tmp_path / "plot.png"
+    args = ["bench", "--quick", "--url", server.url, "--json", str(out), "--plot", str(png)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "skipping the plot" in result.output and not png.exists()
+    data = json.loads(out.read_text())
+
+    env = data["environment"]
+    assert env["server"] in ("valkey", "redis") and env["server_version"][0].isdigit()
+    assert isinstance(env["hiredis"], bool) and env["python"] and env["redis_py"] and env["date"]
+
+    for section in ("single_client", "concurrent"):
+        _peer_numbers(data[section]["peers"])
+        ratios = data[section]["ratios"]
+        assert {"memevict/zadd", "memevict/seed", "memevict/noop"} <= set(ratios)
+        assert all(_number(x) for x in ratios.values())
+
+    sizes = data["sizes"]
+    for op in OPS:
+        for peer in ("memevict", "seed"):
+            found = sizes["peers"][peer][op]
+            assert set(found) == {str(n) for n in sizes["sizes"]}, (peer, op)
+            assert all(_number(s["us_per_call"]) for s in found.values())
+        memevict = sizes["peers"]["memevict"][op].values()
+        assert all(_number(s["server_us_per_call"]) for s in memevict)
+    assert all(_number(x) for x in sizes["decay_speedup_over_seed"].values())
+
+    blocking = data["blocking"]
+    methods = {m["method"] for m in blocking["methods"]}
+    assert methods >= METHODS
+    assert ("remember_many (100)" in methods) == hasattr(MemoryStore, "remember_many")
+    assert _number(blocking["worst_ping_ms"]) and blocking["pings"] > 0
+    assert _number(data["footprint"]["memevict_per_memory"])
+
+    targets = {t["id"]: t for t in data["targets"]}
+    assert set(targets) == TARGETS
+    for t in targets.values():
+        if t["status"] == "not run":
+            assert t["measured"] is None and t["met"] is None
+        else:
+            assert _number(t["measured"]) and isinstance(t["met"], bool), t
+            assert t["status"] == ("met" if t["met"] else "NOT MET")
+    assert (targets["T6"]["status"] == "not run") != hasattr(MemoryStore, "remember_many")
+    assert "targets" in result.output and "T4" in result.output
+
+    # The server is left as found: no bench keys, the slowlog settings restored.
+    assert [k for k in client.scan_iter() if b"bench" in k] == []
+    assert client.config_get("slowlog-*") == slowlog
+
+
+def test_seed_remember_keeps_the_max_hot_highest(client: redis.Redis) -> None:
+    seed = SeedPeer(client, "seed:test", max_hot=3)
+    evicted = [seed.remember(f"m{i}", float(i)) for i in (5, 1, 4, 2, 3)]
+    assert evicted == [[], [], [], ["m1"], ["m2"]]
+    assert client.zrange("seed:test", 0, -1, withscores=True) == [
+        (b"m3", 3.0),
+        (b"m4", 4.0),
+        (b"m5", 5.0),
+    ]
+    assert seed.remember("w", 1.0, whitelist=True) == ["m3"]
+    assert client.zscore("seed:test", "w") == 10.0  # whitelisted: importance x 10
+
+
+def test_seed_evict_if_full_drops_every_member_above_max_hot(client: redis.Redis) -> None:
+    client.zadd("seed:test", {f"m{i}": float(i) for i in range(10)})
+    assert SeedPeer(client, "seed:test", max_hot=7).evict_if_full() == ["m0", "m1", "m2"]
+    assert SeedPeer(client, "seed:test", max_hot=7).evict_if_full() == []
+    assert client.zcard("seed:test") == 7
+
+
+def test_seed_decay_skips_scores_of_ten_and_above(client: redis.Redis) -> None:
+    client.zadd("seed:test", {"low": 4.0, "ten": 10.0, "whitelisted": 30.0})
+    SeedPeer(client, "seed:test", max_hot=10).decay_memories(0.5)
+    assert dict(client.zrange("seed:test", 0, -1, withscores=True)) == {
+        b"low": 2.0,
+        b"ten": 10.0,
+        b"whitelisted": 30.0,
+    }
+
+
+def test_seed_target_is_the_seed_peer_on_its_namespace(client: redis.Redis) -> None:
+    target = SeedTarget(client, "ns", Policy(max_hot=2))
+    assert isinstance(target, SeedPeer)
+    assert (target.key, target.max_hot) == ("seed:{ns}:memories", 2)
+    for i, memory_id in enumerate(("a", "b", "c")):
+        record = target.call("remember", memory_id, float(i + 1), False, None)
+    assert record.evicted == ("a",) and target.tier("a") is None and target.tier("c") == "hot"
+    assert target.call("whitelist", "b", 1.0, False, None).outcome == "unsupported"
+
+
+def test_ratios_pair_rounds_and_percentiles_take_the_nearest_rank() -> None:
+    samples = Samples()
+    for fast, slow in ((1.0, 2.0), (2.0, 4.0), (10.0, 10.0)):
+        samples.add("fast", [fast] * 4)
+        samples.add("slow", [slow] * 4)
+    fast, slow = samples.sample("fast"), samples.sample("slow")
+    assert throughput_ratio(fast, slow) == 2.0  # median of 2, 2, 1
+    assert time_ratio(slow, fast) == 2.0
+    assert rotated("abcd", 1) == ["b", "c", "d", "a"] and rotated("abcd", 4) == list("abcd")
+    assert percentile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
+    assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+
+
+def test_the_plot_is_drawn_when_matplotlib_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    samples = Samples()
+    for peer in ("memevict", "seed"):
+        for op in OPS:
+            for size in (100, 1000):
+                samples.add(f"{peer}/{op}/{size}", [0.001 * size / 100])
+    found: dict[str, dict[str, dict[int, Sample]]] = {}
+    for name, sample in samples.all().items():
+        peer, op, size = name.split("/")
+        found.setdefault(peer, {}).setdefault(op, {})[int(size)] = sample
+    png = tmp_path / "plot.png"
+    plot.draw(Sizes((100, 1000), found, {}), str(png), "test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
