@@ -7,7 +7,8 @@
 -- whitelist_cap demotes, a lower max_hot or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy fields
--- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (jitter counter)
+-- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (jitter counter),
+--   g0 and t0 (the recency clock's value and time at the last new half_life_s)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -33,7 +34,8 @@
 --   whitelist_cap, protect_s, score_min, jitter, cold_max, retry_window_s] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced'; the fields as strings, the policy in force after the call.
---   Replacing half_life_s rewrites every hot key: O(hot memories).
+--   A new half_life_s applies from now: recency already lost stays lost,
+--   and from now on it halves every half_life_s. O(1): no key is rewritten.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -66,20 +68,11 @@ end
 local status = 'created'
 if stored[1] ~= false then
   status = 'replaced'
-  -- A new half-life changes lambda, and with it every key's time term:
-  -- key_new = key_old + (lambda_new - lambda_old) * (last_access - epoch).
-  local old_lambda = math.log(2) / tonumber(stored[3])
-  local new_lambda = math.log(2) / tonumber(given[3])
-  local epoch = tonumber(rcall('HGET', KEY.state, 'epoch'))
-  if old_lambda ~= new_lambda then
-    for _, index in ipairs({KEY.hot, KEY.fresh, KEY.wl}) do
-      local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
-      for i = 1, #entries, 2 do
-        local m = read_meta(entries[i])
-        local key = tonumber(entries[i + 1]) + (new_lambda - old_lambda) * (m.la - epoch) / 1000
-        rcall('ZADD', index, fmt(key), m.id)
-      end
-    end
+  -- A new half-life changes the recency clock's slope from now on: G(now)
+  -- under the old slope becomes the new starting point. No key changes.
+  local old_p, old_st = load_policy()
+  if tonumber(given[3]) ~= old_p.half_life_s then
+    rcall('HSET', KEY.state, 'g0', fmt(clock(now, old_p, old_st)), 't0', now)
   end
 end
 

@@ -29,6 +29,7 @@ from memevict import (
     BadPolicy,
     BadRate,
     InvalidArgument,
+    Item,
     MemevictError,
     MemoryStore,
     NotFound,
@@ -133,7 +134,11 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "get": {"id": "a", "now": LATER},
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
-    "set_policy": {"policy": Policy(max_hot=2)},
+    "set_policy": {"policy": Policy(max_hot=2), "now": LATER},
+    "remember_many": {
+        "items": [("a", 2.0), Item("n", 1.0, text="x", whitelist=True)],
+        "now": LATER,
+    },
 }
 READ_ONLY_METHODS = {"get", "top", "stats"}
 
@@ -224,6 +229,19 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
     ],
     "text": [bad("int", 5, BadArgument), bad("bytes", b"x", BadArgument)],
     "whitelist": [bad("str 'no'", "no", BadArgument)],
+    "items": [
+        bad("empty", [], BadArgument),
+        bad("1001 items", [("a", 1.0)] * 1001, BadArgument),
+        bad("str", "ab", BadArgument),
+        bad("None", None, BadArgument),
+        bad("a set", {("a", 1.0)}, BadArgument),
+        bad("a 3-tuple", [("a", 1.0, "t")], BadArgument),
+        bad("a bare id", ["a"], BadArgument),
+        bad("an empty id", [("b", 1.0), ("", 1.0)], BadId),
+        bad("a nan importance", [("b", 1.0), ("c", NAN)], BadImportance),
+        bad("a bytes text", [Item("b", 1.0, text=b"x")], BadArgument),  # type: ignore[arg-type]
+        bad("whitelist 'no'", [Item("b", 1.0, whitelist="no")], BadArgument),  # type: ignore[arg-type]
+    ],
 }
 
 
@@ -357,7 +375,7 @@ def test_a_bad_policy_at_construction_writes_nothing(client: redis.Redis) -> Non
 # Raw EVALSHA: the scripts' own checks, from the headers.
 
 # ARGV that make each script succeed and, for a writing script, write.
-GOOD_ARGS: dict[str, str] = {
+GOOD_ARGS: dict[str, Any] = {
     "id": "b",
     "importance": "2",
     "text": "t",
@@ -367,12 +385,13 @@ GOOD_ARGS: dict[str, str] = {
     "rate": "0.5",
     "k": "3",
     "mode": "replace",
+    "items": ["a", "2", "t", "1", "0", "w", "3", "", "0", "1"],
     **Policy(max_hot=2).to_args(),
 }
 GOOD_OVERRIDES = {"demote": {"id": "w"}, "recall": {"id": "a"}}
 
 
-def good_args(script: str) -> dict[str, str | bytes]:
+def good_args(script: str) -> dict[str, Any]:
     args = {**GOOD_ARGS, **GOOD_OVERRIDES.get(script, {})}
     return {name: args[name] for name in specs()[script].args}
 
@@ -509,10 +528,43 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
 }
 
 
+# remember_many's items: five values each, as remember's id, importance, text,
+# has_text and whitelist. A bad one is the second of two items.
+ITEM_FIELDS = ("id", "importance", "text", "has_text", "whitelist")
+GOOD_ITEM = ["n", "2", "t", "1", "0"]
+
+
+def item_cases(script: str) -> list[Any]:
+    cases = [
+        pytest.param(script, "items", values, "ARITY", id=f"{script} items={label}")
+        for label, values in [
+            ("none", []),
+            ("4 values", GOOD_ITEM[:4]),
+            ("6 values", [*GOOD_ITEM, "x"]),
+            (
+                "1001 items",
+                [str(i) if j == 0 else v for i in range(1001) for j, v in enumerate(GOOD_ITEM)],
+            ),
+        ]
+    ]
+    for j, field in enumerate(ITEM_FIELDS):
+        code, values = BAD_RAW_VALUES[field]
+        for label, value in values:
+            bad_item = [*GOOD_ITEM[:j], value, *GOOD_ITEM[j + 1 :]]
+            items = ["a", "1", "", "0", "0", *bad_item]
+            cases.append(
+                pytest.param(script, "items", items, code, id=f"{script} item {field}={label}")
+            )
+    return cases
+
+
 def raw_value_cases() -> list[Any]:
     cases = []
     for script, spec in sorted(specs().items()):
         for arg in spec.args:
+            if arg == "items":
+                cases += item_cases(script)
+                continue
             assert arg in BAD_RAW_VALUES, f"no bad values for {script} ARGV {arg}: add them"
             code, values = BAD_RAW_VALUES[arg]
             cases += [
@@ -528,7 +580,7 @@ RAW_VALUE_CASES = raw_value_cases()
 @pytest.mark.parametrize(("script", "arg", "value", "code"), RAW_VALUE_CASES)
 @pytest.mark.usefixtures("filled_db")
 def test_scripts_reject_bad_arguments(
-    client: redis.Redis, script: str, arg: str, value: str | bytes, code: str
+    client: redis.Redis, script: str, arg: str, value: Any, code: str
 ) -> None:
     args = {**good_args(script), arg: value}
     assert_raw_rejected(client, lambda: raw_call(client, script, args), code)

@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from memevict import BadPolicy, MemoryStore, Policy, PolicyMismatch
+from memevict.scripts import key_name
 
 T0 = 1_700_000_000_000
 S = 1000
@@ -39,7 +40,7 @@ def test_the_stored_policy_governs_every_worker(client: redis.Redis) -> None:
     assert b.stats(now=T0).hot == 3  # b follows the policy a stored after b was made
 
 
-def test_replacing_the_half_life_keeps_scores_right(client: redis.Redis) -> None:
+def test_a_new_half_life_applies_from_when_it_is_set(client: redis.Redis) -> None:
     store = MemoryStore(client, "ns", Policy(half_life_s=1800, protect_s=0, jitter=0.0))
     store.remember("old-high", 8.0, now=T0)
     store.remember("new-low", 3.0, now=T0 + 3600 * S)
@@ -47,12 +48,30 @@ def test_replacing_the_half_life_keeps_scores_right(client: redis.Redis) -> None
     store.decay(0.5)
     now = T0 + 3600 * S
     assert [m.id for m in store.top(3, now=now)][1:] == ["new-low", "old-high"]  # 3 vs 8/4 = 2
-    store.set_policy(Policy(half_life_s=7200, protect_s=0, jitter=0.0))
+    store.set_policy(Policy(half_life_s=7200, protect_s=0, jitter=0.0), now=now)
+    # At the change nothing moves: recency already lost stays lost...
     scores = {m.id: m.score for m in store.top(3, now=now)}
-    assert scores["old-high"] == pytest.approx(8.0 * 0.5 ** (3600 / 7200) * 0.5)
+    assert scores["old-high"] == pytest.approx(8.0 * 0.5 ** (3600 / 1800) * 0.5)
     assert scores["new-low"] == pytest.approx(3.0 * 0.5)
     assert scores["wl"] == pytest.approx(10.0)
-    assert [m.id for m in store.top(3, now=now)] == ["wl", "old-high", "new-low"]
+    # ...and from then on it halves every 7200 s, for old and new memories alike.
+    later = now + 7200 * S
+    store.remember("newest", 3.0, now=later)
+    scores = {m.id: m.score for m in store.top(4, now=later)}
+    assert scores["old-high"] == pytest.approx(8.0 * 0.5 ** (3600 / 1800) * 0.5 * 0.5)
+    assert scores["new-low"] == pytest.approx(3.0 * 0.5 * 0.5)
+    assert scores["newest"] == pytest.approx(3.0)
+    assert [m.id for m in store.top(4, now=later)] == ["wl", "newest", "new-low", "old-high"]
+
+
+def test_a_new_half_life_rewrites_no_key(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(half_life_s=1800, protect_s=0))
+    for i in range(50):
+        store.remember(f"m{i}", 1.0 + i, whitelist=i % 10 == 0, now=T0 + i * S)
+    indexes = [key_name("ns", role) for role in ("hot", "fresh", "wl", "prot", "meta")]
+    before = [client.dump(k) for k in indexes]
+    store.set_policy(Policy(half_life_s=60, protect_s=0), now=T0 + 100 * S)
+    assert [client.dump(k) for k in indexes] == before
 
 
 @pytest.mark.parametrize(

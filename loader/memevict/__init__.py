@@ -1,5 +1,6 @@
 """memevict: importance x recency x whitelist eviction for AI agent memory, in Redis Lua."""
 
+from memevict.commands import Item
 from memevict.errors import (
     ArityError,
     BadArgument,
@@ -24,7 +25,7 @@ from memevict.errors import (
     WrongType,
 )
 from memevict.policy import Policy
-from memevict.results import Evicted, Memory, Remembered, Stats
+from memevict.results import Batch, Evicted, Memory, Remembered, Stats
 from memevict.store import MemoryStore, ScriptRegistry
 
 __version__ = "0.1.0"
@@ -39,9 +40,11 @@ __all__ = [
     "BadNow",
     "BadPolicy",
     "BadRate",
+    "Batch",
     "Busy",
     "Evicted",
     "InvalidArgument",
+    "Item",
     "MemevictError",
     "Memory",
     "MemoryStore",

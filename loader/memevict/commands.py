@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -25,7 +25,8 @@ from memevict.errors import (
     InvalidArgument,
 )
 from memevict.policy import Policy
-from memevict.results import Evicted, Memory, Remembered, Stats, Tier
+from memevict.results import Batch, Evicted, Memory, Remembered, Stats, Tier
+from memevict.scripts import Args
 
 T = TypeVar("T")
 
@@ -33,6 +34,7 @@ MAX_ID_BYTES = 1024
 MAX_NOW_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, as in lua/lib/args.lua
 MAX_TOP = 100_000
 MAX_NAMESPACE_BYTES = 256
+MAX_BATCH = 1000  # items per remember_many, as in lua/remember_many.lua
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ class Call(Generic[T]):
     reply, and (for a write) the call id that names its receipt key."""
 
     script: str
-    args: Mapping[str, str | bytes]
+    args: Args
     parse: Callable[[Any], T]
     call: str = ""
 
@@ -183,6 +185,49 @@ def remember(
         "now": _now(now),
     }
     return Call("remember", args, _remembered(memory_id), _call())
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One memory of a ``remember_many`` batch, with remember's arguments."""
+
+    id: str
+    importance: float
+    text: str | None = None
+    whitelist: bool = False
+
+
+def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None) -> Call[Batch]:
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise BadArgument("items must be a sequence of Item or (id, importance) pairs")
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise BadArgument(f"remember_many takes 1..{MAX_BATCH} items, got {len(items)}")
+    values: list[str | bytes] = []
+    ids = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2:
+            item = Item(*item)
+        if not isinstance(item, Item):
+            raise BadArgument(f"each item must be an Item or an (id, importance) pair: {item!r}")
+        if not isinstance(item.whitelist, bool):
+            raise BadArgument(f"whitelist must be a bool, got {item.whitelist!r}")
+        ids.append(item.id)
+        text = item.text
+        values += [
+            _id(item.id),
+            _importance(item.importance),
+            b"" if text is None else _text(text),
+            "0" if text is None else "1",
+            "1" if item.whitelist else "0",
+        ]
+
+    def parse(reply: Sequence[Any]) -> Batch:
+        scores, evicted, demoted, over = reply
+        return Batch(
+            tuple(ids), tuple(float(s) for s in scores), _ids(evicted), _ids(demoted), int(over)
+        )
+
+    return Call("remember_many", {"now": _now(now), "items": values}, parse, _call())
 
 
 def touch(memory_id: str, *, now: int | None) -> Call[Remembered | None]:

@@ -46,6 +46,19 @@ class Remembered:
 
 
 @dataclass(frozen=True, slots=True)
+class Batch:
+    """What ``remember_many`` did: each item's id and score right after it
+    was remembered, in order; then evicted, demoted and over as in
+    :class:`Remembered`, for the whole batch."""
+
+    ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    evicted: tuple[str, ...]
+    demoted: tuple[str, ...]
+    over: int
+
+
+@dataclass(frozen=True, slots=True)
 class Evicted:
     """Result of evict: the ids moved to the cold tier, and how far over max_hot it still is."""
 

@@ -29,6 +29,8 @@ from memevict.errors import BadArgument
 KEY_PREFIX = "memevict"
 _DECLARATION = re.compile(r"^-- (KEYS|ARGV)\[(\d+)\] (\w+): ?(\w*)")
 _ERRORS = re.compile(r"^-- Errors: (.*)$")
+# The last ARGV of a variadic script: "-- ARGV[n] items: 5 per item, repeated ..."
+_GROUP = re.compile(r"^-- ARGV\[\d+\] \w+: (\d+) per item, repeated")
 _INCLUDE = re.compile(r"^--@include (\S+)\s*$")
 # A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
 # typed_read('HGET', ...) (lib/args.lua) and each_chunk('HDEL', ...)
@@ -43,6 +45,8 @@ RECEIPT = "receipt"
 CONFIGURE = "configure"
 
 ArgValue = str | bytes
+# A variadic script's last argument: its items' values, flattened.
+Args = Mapping[str, ArgValue | Sequence[ArgValue]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +62,30 @@ class ScriptSpec:
     errors: tuple[str, ...]
     read_only: bool
     commands: tuple[str, ...]  # every command the script may call, lowercase
+    group: int = 0  # > 0: the last ARGV repeats in groups of this many values
 
     def key_names(self, namespace: str, call: str = "") -> list[str]:
         """The KEYS of this script for a namespace, in header order; a write
         script's receipt key names the call id (``""``: no receipt)."""
         return [key_name(namespace, f"call:{call}" if r == RECEIPT else r) for r in self.keys]
 
-    def argv(self, values: Mapping[str, ArgValue]) -> list[ArgValue]:
-        """ARGV in header order from arguments given by name."""
+    def argv(self, values: Args) -> list[ArgValue]:
+        """ARGV in header order from arguments given by name (a variadic
+        script's last one as a flat sequence of its items' values)."""
         if set(values) != set(self.args):
             raise BadArgument(
                 f"{self.name} takes arguments {list(self.args)}, got {sorted(values)}"
             )
-        return [values[name] for name in self.args]
+        out: list[ArgValue] = []
+        for i, name in enumerate(self.args):
+            value = values[name]
+            if isinstance(value, str | bytes):
+                out.append(value)
+            elif self.group and i == len(self.args) - 1:
+                out.extend(value)
+            else:
+                raise BadArgument(f"{self.name} argument {name} must be a str or bytes")
+        return out
 
 
 def key_name(namespace: str, role: str) -> str:
@@ -139,8 +154,9 @@ def parse(
         match = _ERRORS.match(line)
         if match:
             errors = tuple(code.strip() for code in match.group(1).split(","))
+    group = next((int(m.group(1)) for line in header if (m := _GROUP.match(line))), 0)
     preamble = [
-        f"local SCRIPT, NKEYS, NARGS = '{name}', {len(keys)}, {len(args)}",
+        f"local SCRIPT, NKEYS, NARGS, GROUP = '{name}', {len(keys)}, {len(args)}, {group}",
         "local KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
         "local KEY_ROLE = {" + ", ".join(f"'{r}'" for r, _ in keys) + "}",
         "local KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",
@@ -164,6 +180,7 @@ def parse(
         errors=errors,
         read_only=read_only,
         commands=commands,
+        group=group,
     )
 
 

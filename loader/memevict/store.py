@@ -9,10 +9,10 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from memevict import commands
-from memevict.commands import Call
+from memevict.commands import Call, Item
 from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
-from memevict.results import Evicted, Memory, Remembered, Stats
+from memevict.results import Batch, Evicted, Memory, Remembered, Stats
 from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
 
 T = TypeVar("T")
@@ -112,9 +112,9 @@ class MemoryStore:
             self._configure(self.policy, False)
             return self._send(call)
 
-    def _configure(self, policy: Policy | None, replace: bool) -> Policy:
+    def _configure(self, policy: Policy | None, replace: bool, now: int | None = None) -> Policy:
         wanted = policy if policy is not None else Policy()
-        _, stored = self._send(commands.configure(wanted, replace=replace))
+        _, stored = self._send(commands.configure(wanted, replace=replace, now=now))
         if policy is not None and stored != policy:
             raise PolicyMismatch(
                 f"namespace {self.namespace!r} already has policy {stored}; "
@@ -135,11 +135,12 @@ class MemoryStore:
             raise NoPolicy(f"namespace {self.namespace!r} has no policy")
         return Policy.from_strings(stored)
 
-    def set_policy(self, policy: Policy) -> Policy:
-        """Replaces the namespace's stored policy for every worker."""
+    def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
+        """Replaces the namespace's stored policy for every worker, from ``now``
+        on: a new half_life_s changes how fast recency falls from then."""
         if policy is None:  # None means "the stored one" only to the constructor
             raise BadPolicy("set_policy needs a Policy, got None")
-        self.policy = self._configure(policy, True)
+        self.policy = self._configure(policy, True, now)
         return self.policy
 
     def remember(
@@ -153,6 +154,13 @@ class MemoryStore:
     ) -> Remembered:
         """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
         return self._run(commands.remember(id, importance, text=text, whitelist=whitelist, now=now))
+
+    def remember_many(
+        self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
+    ) -> Batch:
+        """Remembers up to 1000 memories in one atomic call, as if one by one
+        at the same now, then evicts once; items are Item or (id, importance)."""
+        return self._run(commands.remember_many(items, now=now))
 
     def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
         """Marks a hot memory as used now (evicting if that made the hot tier

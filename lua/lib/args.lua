@@ -15,8 +15,15 @@ end
 local MAX_CALL_BYTES = 64
 local PREFIX -- the namespace's key prefix, set by check_layout
 local function check_layout()
-  if #KEYS ~= NKEYS or #ARGV ~= NARGS then
-    fail('ARITY', SCRIPT .. ' takes ' .. NKEYS .. ' keys and ' .. NARGS ..
+  -- GROUP > 0: the last ARGV repeats in groups of GROUP values (remember_many).
+  local args_ok = #ARGV == NARGS
+  if GROUP > 0 then
+    local rest = #ARGV - (NARGS - 1)
+    args_ok = rest >= GROUP and rest % GROUP == 0
+  end
+  if #KEYS ~= NKEYS or not args_ok then
+    local want = GROUP > 0 and (NARGS - 1) .. ' + ' .. GROUP .. ' per item' or NARGS
+    fail('ARITY', SCRIPT .. ' takes ' .. NKEYS .. ' keys and ' .. want ..
       ' args, got ' .. #KEYS .. ' and ' .. #ARGV)
   end
   local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #KEY_ROLE[1])

@@ -15,13 +15,14 @@
 -- (a whitelisted one's is importance * whitelist_boost + jitter; jitter < 1 times
 -- recency and ticks stays below policy.jitter either way)
 -- Its logarithm splits into a per-memory part fixed at the last access,
---   decay key = ln(importance + jitter) + lambda * (last_access - epoch) - D(last_access)
--- and a part shared by the whole namespace, -lambda * (t - epoch) + D(t), where
+--   decay key = ln(importance + jitter) + G(last_access) - D(last_access)
+-- and a part shared by the whole namespace, -G(t) + D(t), where G(t) =
+-- lambda * (t - epoch) is the recency clock (see clock below) and
 -- D is the running sum of ln(rate) over decay() ticks. Ordering by the decay
 -- key is ordering by score at any t, so decay() only adds to D and time only
 -- moves t: neither rewrites a single key. Whitelisted memories do not decay,
 -- so they live apart, ranked for demotion by importance x recency
--- (whitelist key = ln(importance + jitter) + lambda * (last_access - epoch)).
+-- (whitelist key = ln(importance + jitter) + G(last_access)).
 local META = '<dddddB'
 local CHUNK = 1000 -- stay under Lua's unpack() stack limit
 
@@ -54,25 +55,33 @@ local function each_chunk(cmd, key, ids)
   end
 end
 
+-- The namespace's recency clock G(t): lambda * seconds since the epoch,
+-- where lambda = ln 2 / half_life_s. A new half-life changes the slope from
+-- the moment it is set (configure stores G there as g0 at time t0), so no
+-- stored key is rewritten.
+local function clock(t, p, st)
+  return st.g0 + p.lambda * (t - st.t0) / 1000
+end
+
 local function decay_key(m, p, st)
-  return math.log(m.imp + m.j) + p.lambda * (m.la - st.epoch) / 1000 - st.decay
+  return math.log(m.imp + m.j) + clock(m.la, p, st) - st.decay
 end
 
 local function whitelist_key(m, p, st)
-  return math.log(m.imp + m.j) + p.lambda * (m.la - st.epoch) / 1000
+  return math.log(m.imp + m.j) + clock(m.la, p, st)
 end
 
 -- ln of a non-whitelisted hot memory's unfloored score at now, from its decay
 -- key. A `now` before the last access (explicit times) counts as age 0.
 local function ln_decayed(key, m, now, p, st)
-  return key - p.lambda * (math.max(now, m.la) - st.epoch) / 1000 + st.decay
+  return key - clock(math.max(now, m.la), p, st) + st.decay
 end
 
 -- ln of any memory's unfloored score at now. Cold memories keep decaying with
 -- time but take no decay() ticks, which apply to hot memories only.
 local function ln_score(m, now, p, st)
   if m.cold then
-    return math.log(m.imp + m.j) - p.lambda * math.max(0, now - m.la) / 1000
+    return math.log(m.imp + m.j) - (clock(math.max(now, m.la), p, st) - clock(m.la, p, st))
   end
   if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
   local key = rcall('ZSCORE', KEY.fresh, m.id) or rcall('ZSCORE', KEY.hot, m.id)
@@ -89,11 +98,16 @@ end
 -- Tie-breaking jitter in (0, policy.jitter): Fibonacci hashing of a
 -- per-namespace counter, so successive memories get distinct, evenly spread
 -- offsets that are the same on every server (Lua's math.random is not).
-local function next_jitter(p)
-  local n = rcall('HINCRBY', KEY.state, 'seq', 1) % 4294967296
+-- The offset of the n-th remember of the namespace.
+local function jitter_at(n, p)
+  n = n % 4294967296
   -- n * 2654435769 mod 2^32, split so every product stays exact in a double
   local h = ((n * 40503) % 65536 * 65536 + n * 31161) % 4294967296
   return p.jitter * (h + 0.5) / 4294967296
+end
+
+local function next_jitter(p)
+  return jitter_at(rcall('HINCRBY', KEY.state, 'seq', 1), p)
 end
 
 -- What every script that moves memories reads before its first write: the

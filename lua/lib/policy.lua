@@ -38,7 +38,7 @@ end
 
 local function load_policy()
   local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq')
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 't0')
   if raw[1] == false or state[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end
@@ -47,5 +47,9 @@ local function load_policy()
   -- recency = 0.5^(age / half_life_s) = exp(-lambda * age_s)
   p.lambda = math.log(2) / p.half_life_s
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3])}
+  -- The recency clock's last change of slope (a new half_life_s); none yet:
+  -- it has run at one slope since the epoch.
+  st.g0 = tonumber(state[4]) or 0
+  st.t0 = tonumber(state[5]) or st.epoch
   return p, st
 end

@@ -1,0 +1,84 @@
+#!lua
+-- remember_many: remember a batch of memories in one atomic call, as if each
+-- were remembered in turn at the same now (see remember.lua), then evict
+-- once: the hot tier is brought back to max_hot after the whole batch, which
+-- leaves the same memories hot as evicting after each item would. The way to
+-- batch where pipelines of scripts are refused (redis-py on a cluster).
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[8] wl: zset, whitelisted memories by whitelist key
+-- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+--   a repeat within retry_window_s returns the first reply and writes nothing
+--   (an empty id keeps no receipt)
+--
+-- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[2] items: 5 per item, repeated 1..1000 times: id, importance, text,
+--   has_text, whitelist, each as in remember.lua
+--
+-- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over] with
+--   one score per item in order (its score right after it was remembered,
+--   string %.17g), and evicted, demoted and over as remember returns them.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+--@include lib/receipts.lua
+
+check_layout()
+local now = arg_now(ARG.now)
+local items = {}
+for i = 2, #ARGV, 5 do
+  items[#items + 1] = {
+    id = arg_id(ARGV[i]),
+    imp = arg_importance(ARGV[i + 1]),
+    text = ARGV[i + 2],
+    has_text = arg_flag(ARGV[i + 3], 'has_text'),
+    wl = arg_flag(ARGV[i + 4], 'whitelist'),
+  }
+end
+if #items > 1000 then fail('ARITY', 'remember_many takes at most 1000 items') end
+local p, st = load_policy()
+
+return once(p, function()
+  local ids = {}
+  for i, item in ipairs(items) do ids[i] = item.id end
+  local raws = typed_read('HMGET', KEY.meta, unpack(ids))
+  local t = read_tiers(now)
+  -- Writes start here.
+  expire_protection(t)
+  local seq = rcall('HINCRBY', KEY.state, 'seq', #items) - #items
+  local scores, demoted, seen = {}, {}, {}
+  for i, item in ipairs(items) do
+    -- An id met earlier in the batch (or demoted by it) is as the batch left it.
+    local m = seen[item.id] or (raws[i] and unpack_meta(item.id, raws[i]))
+      or {id = item.id, created = now, wl = false, new = true}
+    lift(m, t)
+    m.new = false
+    m.imp = item.imp
+    m.j = jitter_at(seq + i, p)
+    m.wl = m.wl or item.wl
+    refresh(m, now, p)
+    write_meta(m)
+    if item.has_text then rcall('HSET', KEY.text, item.id, item.text) end
+    local key = place(m, now, p, st)
+    seen[item.id] = m
+    if item.wl then
+      for _, id in ipairs(cap_whitelist(now, p, st)) do
+        demoted[#demoted + 1] = id
+        seen[id] = read_meta(id)
+      end
+      m, key = seen[item.id], nil
+    end
+    local ln = key and ln_decayed(key, m, now, p, st) or ln_score(m, now, p, st)
+    scores[i] = fmt(reported(m, ln, p))
+  end
+  local evicted, over = enforce(p, t)
+  return {scores, evicted, demoted, over}
+end)
