@@ -1,9 +1,11 @@
 #!lua
 -- remember_many: remember a batch of memories in one atomic call, as if each
 -- were remembered in turn at the same now (see remember.lua), then evict
--- once: the hot tier is brought back to max_hot after the whole batch, which
--- leaves the same memories hot as evicting after each item would. The way to
--- batch where pipelines of scripts are refused (redis-py on a cluster).
+-- once: the hot tier is brought back to max_hot after the whole batch, so the
+-- lowest by their scores at the end of the batch go (evicting after each item
+-- could pick others when an item re-remembers a memory lower), and
+-- evict_batch extra go once. The way to batch where pipelines of scripts are
+-- refused (redis-py on a cluster).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay and jitter counter
@@ -55,19 +57,51 @@ return once(p, function()
   expire_protection(t)
   local seq = rcall('HINCRBY', KEY.state, 'seq', #items) - #items
   local scores, demoted, seen = {}, {}, {}
+  -- The writes of items met once and never whitelisted are sent together
+  -- (one HSET / ZADD per key for the batch); an item that another item or
+  -- the whitelist cap reads back first sends what is pending.
+  local pending
+  local function send_pending()
+    if pending and #pending.meta > 0 then
+      rcall('HSET', KEY.meta, unpack(pending.meta))
+      if #pending.text > 0 then rcall('HSET', KEY.text, unpack(pending.text)) end
+      for _, role in ipairs({'hot', 'fresh', 'prot'}) do
+        if #pending[role] > 0 then rcall('ZADD', KEY[role], unpack(pending[role])) end
+      end
+    end
+    pending = {meta = {}, text = {}, hot = {}, fresh = {}, prot = {}}
+  end
+  send_pending()
+  local function add(role, a, b)
+    local values = pending[role]
+    values[#values + 1] = a
+    values[#values + 1] = b
+  end
   for i, item in ipairs(items) do
     -- An id met earlier in the batch (or demoted by it) is as the batch left it.
     local m = seen[item.id] or (raws[i] and unpack_meta(item.id, raws[i]))
       or {id = item.id, created = now, wl = false, new = true}
+    local direct = seen[item.id] ~= nil or item.wl or m.wl
+    if direct then send_pending() end
     lift(m, t)
     m.new = false
     m.imp = item.imp
     m.j = jitter_at(seq + i, p)
     m.wl = m.wl or item.wl
     refresh(m, now, p)
-    write_meta(m)
-    if item.has_text then rcall('HSET', KEY.text, item.id, item.text) end
-    local key = place(m, now, p, st)
+    local key
+    if direct then
+      write_meta(m)
+      if item.has_text then rcall('HSET', KEY.text, item.id, item.text) end
+      key = place(m, now, p, st)
+    else -- as write_meta, HSET text and place do
+      add('meta', m.id, packed_meta(m))
+      if item.has_text then add('text', m.id, item.text) end
+      key = decay_key(m, p, st)
+      local protected = m.till > now
+      add(protected and 'fresh' or 'hot', fmt(key), m.id)
+      if protected then add('prot', m.till, m.id) end
+    end
     seen[item.id] = m
     if item.wl then
       for _, id in ipairs(cap_whitelist(now, p, st)) do
@@ -79,6 +113,7 @@ return once(p, function()
     local ln = key and ln_decayed(key, m, now, p, st) or ln_score(m, now, p, st)
     scores[i] = fmt(reported(m, ln, p))
   end
+  send_pending()
   local evicted, over = enforce(p, t)
   return {scores, evicted, demoted, over}
 end)

@@ -95,7 +95,8 @@ def test_a_resent_remember_reports_what_it_evicted(client: redis.Redis, proxy: P
 
 
 @pytest.mark.parametrize(
-    "method", ["touch", "whitelist", "demote", "recall", "forget", "evict", "set_policy"]
+    "method",
+    ["touch", "whitelist", "demote", "recall", "forget", "evict", "set_policy", "remember_many"],
 )
 def test_every_resent_write_returns_its_first_reply(
     client: redis.Redis, proxy: Proxy, method: str
@@ -114,6 +115,7 @@ def test_every_resent_write_returns_its_first_reply(
         "evict": lambda: store.evict(now=T0 + 1000),
         # configure keeps no receipt: running it twice gives the same result.
         "set_policy": lambda: store.set_policy(replace(policy, max_hot=1)),
+        "remember_many": lambda: store.remember_many([("c", 3.0), ("a", 4.0)], now=T0 + 1000),
     }
     expected_client = MemoryStore(client, "twin", policy)
     for memory_id, importance, wl in (("w", 5.0, True), ("a", 1.0, False), ("b", 2.0, False)):
@@ -126,6 +128,9 @@ def test_every_resent_write_returns_its_first_reply(
         "forget": lambda: expected_client.forget("a"),
         "evict": lambda: expected_client.evict(now=T0 + 1000),
         "set_policy": lambda: expected_client.set_policy(replace(policy, max_hot=1)),
+        "remember_many": lambda: expected_client.remember_many(
+            [("c", 3.0), ("a", 4.0)], now=T0 + 1000
+        ),
     }
     before = evalsha_calls(client)
     proxy.drop_replies(1)

@@ -1,6 +1,14 @@
-"""remember_many: one atomic call that leaves what remembering each item in turn leaves."""
+"""remember_many: one atomic call that leaves what remembering each item in turn, then
+evicting once, leaves.
+
+The reference is built from other public methods: the same items remembered one
+by one while max_hot is lifted out of the way, then the policy put back, which
+evicts once (evicting after every item can differ: a memory evicted mid-way and
+re-remembered, or one re-remembered lower after another left, changes which go)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import redis
@@ -53,7 +61,7 @@ def scores(store: MemoryStore, now: int) -> dict[str, float]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(policy=policies, before=items, batch=items)
-def test_a_batch_leaves_what_remembering_in_turn_leaves(
+def test_a_batch_leaves_what_remembering_in_turn_then_evicting_leaves(
     server: Server, policy: Policy, before: list[Item], batch: list[Item]
 ) -> None:
     client = server.client()
@@ -66,10 +74,14 @@ def test_a_batch_leaves_what_remembering_in_turn_leaves(
                 item.id, item.importance, text=item.text, whitelist=item.whitelist, now=T0 + i
             )
     now = T0 + 90 * S  # past the protection of `before`
+    one.set_policy(replace(policy, max_hot=1000), now=now)
     singles = [
         one.remember(item.id, item.importance, text=item.text, whitelist=item.whitelist, now=now)
         for item in batch
     ]
+    hot_before = {m.id for m in one.top(1000, now=now)}
+    one.set_policy(policy, now=now)  # evicts once, the lowest at the end of the batch
+    evicted = hot_before - {m.id for m in one.top(1000, now=now)}
     got = many.remember_many(batch, now=now)
     assert got.ids == tuple(item.id for item in batch)
     assert got.scores == pytest.approx([r.score for r in singles], rel=1e-9)
@@ -77,8 +89,9 @@ def test_a_batch_leaves_what_remembering_in_turn_leaves(
     assert scores(many, now) == pytest.approx(scores(one, now), rel=1e-9)
     assert many.stats(now=now) == one.stats(now=now)
     assert [m.id for m in many.top(10, now=now)] == [m.id for m in one.top(10, now=now)]
-    assert set(got.evicted) <= {e for r in singles for e in r.evicted}
-    assert got.over == singles[-1].over
+    assert set(got.evicted) == evicted
+    assert got.over == max(0, one.stats(now=now).hot - policy.max_hot)
+    assert got.demoted == tuple(d for r in singles for d in r.demoted)
     client.close()
 
 
