@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from memevict.bench.peers import importance, remember_many_of
+from memevict.bench.peers import importance
 from memevict.bench.server import busy, wait_until_idle
 from memevict.errors import MemevictError
 from memevict.scripts import specs
@@ -94,15 +94,12 @@ def _methods(store: MemoryStore, calls: int) -> list[tuple[str, int, Callable[[]
         ("stats", calls, store.stats),
         ("set_policy (unchanged)", calls, lambda: store.set_policy(store.policy)),
     ]
-    many = remember_many_of(store)
-    if many is not None:
-        run_many = many
 
-        def remember_batch() -> None:
-            i = next(counter)
-            run_many([(f"t4-b{i}-{k}", importance(k)) for k in range(BATCH)])
+    def remember_batch() -> None:
+        i = next(counter)
+        store.remember_many([(f"t4-b{i}-{k}", importance(k)) for k in range(BATCH)])
 
-        methods.append((f"remember_many ({BATCH})", calls, remember_batch))
+    methods.append((f"remember_many ({BATCH})", calls, remember_batch))
     longer = dataclasses.replace(store.policy, half_life_s=store.policy.half_life_s * 2)
     methods.append(("set_policy (half_life_s changed)", 1, lambda: store.set_policy(longer)))
     return methods

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
@@ -28,18 +27,11 @@ NOOP_SCRIPT = "#!lua\nreturn 1"
 FILL_BATCH = 1000
 
 Call = Callable[[int], object]
-RememberMany = Callable[[Sequence[tuple[str, float]]], Any]
 
 
 def importance(i: int) -> float:
     """The importances of the article's categories, cycling: 1 .. 10."""
     return 1.0 + i % 10
-
-
-def remember_many_of(store: MemoryStore) -> RememberMany | None:
-    """``store.remember_many`` if this version of memevict has it."""
-    method = getattr(store, "remember_many", None)
-    return method if callable(method) else None
 
 
 @dataclass(frozen=True)
@@ -103,15 +95,16 @@ def fill_store(
     client: redis.Redis, store: MemoryStore, ids: Sequence[str], *, batches: bool = True
 ) -> None:
     """Remembers ids (importances 1..10, no text) in batches of FILL_BATCH:
-    with remember_many when the store has it (and ``batches``), else as a
-    pipeline of raw EVALSHA of the remember script that keeps no receipts."""
-    many = remember_many_of(store) if batches else None
-    if many is None:
+    with remember_many (``batches``), else as a pipeline of raw EVALSHA of the
+    remember script that keeps no receipts."""
+    if not batches:
         ScriptRegistry(client).load()
     for start in range(0, len(ids), FILL_BATCH):
         chunk = ids[start : start + FILL_BATCH]
-        if many is not None:
-            many([(memory_id, importance(start + k)) for k, memory_id in enumerate(chunk)])
+        if batches:
+            store.remember_many(
+                [(memory_id, importance(start + k)) for k, memory_id in enumerate(chunk)]
+            )
         else:
             _pipelined_remember(client, store.namespace, chunk, start)
 

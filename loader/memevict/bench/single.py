@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import redis
 
-from memevict.bench.peers import PeerSetup, importance, remember_many_of, remember_peers
+from memevict.bench.peers import PeerSetup, importance, remember_peers
 from memevict.bench.server import command_stats, reset_stats, usec_per_op
 from memevict.bench.timing import Sample, Samples, rotated, time_calls
 from memevict.store import MemoryStore
@@ -18,8 +18,8 @@ BATCH_PEER = "remember_many"
 @dataclass(frozen=True)
 class SingleClient:
     capacity: int
-    batch: int | None  # items per remember_many call; None: this memevict has no remember_many
-    samples: dict[str, Sample]  # PEERS, and BATCH_PEER when batch is not None
+    batch: int  # items per remember_many call
+    samples: dict[str, Sample]  # PEERS and BATCH_PEER
 
 
 def measure_single_client(
@@ -28,16 +28,14 @@ def measure_single_client(
     """``rounds`` interleaved rounds of ``ops`` items per peer; server time per
     op from INFO commandstats around each run."""
     calls = remember_peers(client, setup, "one")
-    many = remember_many_of(MemoryStore(client, setup.namespace))
+    store = MemoryStore(client, setup.namespace)
     items = {name: 1 for name in calls}
-    if many is not None:
-        run_many = many
 
-        def remember_batch(i: int) -> None:
-            run_many([(f"one-b{i}-{k}", importance(k)) for k in range(batch)])
+    def remember_batch(i: int) -> None:
+        store.remember_many([(f"one-b{i}-{k}", importance(k)) for k in range(batch)])
 
-        calls[BATCH_PEER] = remember_batch
-        items[BATCH_PEER] = batch
+    calls[BATCH_PEER] = remember_batch
+    items[BATCH_PEER] = batch
     samples = Samples()
     next_id = dict.fromkeys(calls, 0)
     for r in range(rounds):
@@ -48,4 +46,4 @@ def measure_single_client(
             server = usec_per_op(command_stats(client), n)
             next_id[name] += n
             samples.add(name, latencies, items_per_call=items[name], server_us=server)
-    return SingleClient(setup.capacity, batch if many is not None else None, samples.all())
+    return SingleClient(setup.capacity, batch, samples.all())
