@@ -60,18 +60,20 @@ return once(p, function()
   -- The writes of items met once and never whitelisted are sent together
   -- (one HSET / ZADD per key for the batch); an item that another item or
   -- the whitelist cap reads back first sends what is pending.
-  local pending
+  local function nothing_pending()
+    return {meta = {}, text = {}, hot = {}, fresh = {}, prot = {}}
+  end
+  local pending = nothing_pending()
   local function send_pending()
-    if pending and #pending.meta > 0 then
+    if #pending.meta > 0 then
       rcall('HSET', KEY.meta, unpack(pending.meta))
       if #pending.text > 0 then rcall('HSET', KEY.text, unpack(pending.text)) end
       for _, role in ipairs({'hot', 'fresh', 'prot'}) do
         if #pending[role] > 0 then rcall('ZADD', KEY[role], unpack(pending[role])) end
       end
     end
-    pending = {meta = {}, text = {}, hot = {}, fresh = {}, prot = {}}
+    pending = nothing_pending()
   end
-  send_pending()
   local function add(role, a, b)
     local values = pending[role]
     values[#values + 1] = a
