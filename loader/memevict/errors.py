@@ -116,6 +116,13 @@ class ScriptKilled(MemevictError):
     code = "KILLED"
 
 
+class NotLoaded(MemevictError):
+    """Functions mode: the server lacks the memevict library (or has another
+    version of it), and this store may not load it (a read-only store)."""
+
+    code = "NOT_LOADED"
+
+
 class UnexpectedReply(MemevictError):
     """The server answered with an error code memevict does not know."""
 

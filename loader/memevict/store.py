@@ -1,58 +1,88 @@
-"""MemoryStore: the typed Python face of the Lua scripts, one EVALSHA per method."""
+"""MemoryStore: the typed Python face of the Lua scripts, one script call per method.
+
+:class:`StoreBase` holds what the sync store and the async one
+(memevict/aio.py) share besides memevict/commands.py: the namespace, each
+script's keys, and the policy checks. The stores differ only in ``await``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-import redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
 from memevict import commands
 from memevict.commands import Call, Item
 from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
+from memevict.registry import Mode, ScriptRegistry, SyncClient, check_mode
 from memevict.results import Batch, Evicted, Memory, Remembered, Stats
 from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
 
 T = TypeVar("T")
 
-
-class ScriptRegistry:
-    """The package's scripts on one client.
-
-    A call is one EVALSHA (EVALSHA_RO for the read-only scripts, so replicas
-    and read-only ACL users can serve them). After NOSCRIPT (a restart, SCRIPT
-    FLUSH) it sends the source with EVAL, which runs the script and caches it
-    again in the same round trip, so a flush racing the call cannot fail it.
-    """
-
-    def __init__(self, client: redis.Redis) -> None:
-        self.specs: dict[str, ScriptSpec] = dict(specs())
-        self._client = client
-
-    def load(self) -> dict[str, str]:
-        """SCRIPT LOAD every script now; returns name -> SHA1."""
-        try:
-            return {name: self._client.script_load(s.source) for name, s in self.specs.items()}
-        except ResponseError as error:
-            raise from_response(error) from None
-
-    def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
-        client = self._client
-        if spec.read_only:
-            try:
-                return client.evalsha_ro(spec.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                return client.eval_ro(spec.source, len(keys), *keys, *args)
-        try:
-            return client.evalsha(spec.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return client.eval(spec.source, len(keys), *keys, *args)
+__all__ = ["MemoryStore", "ScriptRegistry", "StoreBase"]
 
 
-class MemoryStore:
-    """One namespace of memories in Redis.
+class StoreBase:
+    """One namespace's script calls, before anything is sent."""
+
+    def __init__(self, namespace: str, mode: str, read_only: bool) -> None:
+        self.namespace = commands.check_namespace(namespace)
+        self.mode: Mode = check_mode(mode)
+        self.read_only = read_only
+        self._specs = specs()
+        self._keys = {name: spec.key_names(namespace) for name, spec in self._specs.items()}
+        self._receipt_at = {
+            name: spec.keys.index(RECEIPT)
+            for name, spec in self._specs.items()
+            if RECEIPT in spec.keys
+        }
+        self.policy_key = key_name(namespace, "policy")
+
+    def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[str], list[ArgValue]]:
+        """The script, KEYS and ARGV of a call."""
+        spec = self._specs[call.script]
+        keys = self._keys[call.script]
+        if call.call:  # the receipt key is <prefix>call:<call id>
+            keys = list(keys)
+            keys[self._receipt_at[call.script]] += call.call
+        return spec, keys, spec.argv(call.args)
+
+    def _configure_call(
+        self, policy: Policy | None, replace: bool, now: int | None
+    ) -> Call[tuple[str, Policy]]:
+        return commands.configure(
+            policy if policy is not None else Policy(), replace=replace, now=now
+        )
+
+    def _checked(self, policy: Policy | None, stored: Policy) -> Policy:
+        """The stored policy, which must be ``policy`` when one was asked for."""
+        if policy is not None and stored != policy:
+            raise PolicyMismatch(
+                f"namespace {self.namespace!r} already has policy {stored}; "
+                "pass replace_policy=True to replace it"
+            )
+        return stored
+
+    def _parse_stored_policy(self, values: Sequence[Any]) -> Policy:
+        """The policy from an HMGET of POLICY_FIELDS on the policy key."""
+        stored = {
+            n: commands.as_text(v)
+            for n, v in zip(POLICY_FIELDS, values, strict=True)
+            if v is not None
+        }
+        if len(stored) != len(POLICY_FIELDS):
+            raise NoPolicy(f"namespace {self.namespace!r} has no policy")
+        return Policy.from_strings(stored)
+
+
+POLICY_FIELDS = tuple(Policy.__dataclass_fields__)
+
+
+class MemoryStore(StoreBase):
+    """One namespace of memories in Redis (a ``redis.Redis`` or a ``RedisCluster``).
 
     The namespace's policy is stored in Redis so every worker sharing it uses
     the same parameters. Without ``policy`` the store uses the stored one (the
@@ -62,40 +92,33 @@ class MemoryStore:
     With ``read_only=True`` (a client of a read replica) the store writes
     nothing: it reads the stored policy instead of configuring, ``get``,
     ``top`` and ``stats`` work, and the server refuses writes (:class:`ReadOnly`).
+
+    ``mode="functions"`` calls the scripts as the Redis Functions library
+    ``memevict`` (FCALL) instead of EVALSHA, loading it if the server lacks it.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: SyncClient,
         namespace: str = "default",
         policy: Policy | None = None,
         *,
         replace_policy: bool = False,
         read_only: bool = False,
+        mode: Mode = "scripts",
     ) -> None:
-        self.namespace = commands.check_namespace(namespace)
+        super().__init__(namespace, mode, read_only)
         self.client = client
-        self.read_only = read_only
-        self.registry = ScriptRegistry(client)
-        self._keys = {name: spec.key_names(namespace) for name, spec in self.registry.specs.items()}
-        self._receipt_at = {
-            name: spec.keys.index(RECEIPT)
-            for name, spec in self.registry.specs.items()
-            if RECEIPT in spec.keys
-        }
+        self.registry = ScriptRegistry(client, self.mode, may_load=not read_only)
+        self.registry.ensure_library(self.policy_key)
         if read_only:
             self.policy = self._stored_policy()
         else:
             self.policy = self._configure(policy, replace_policy)
 
     def _send(self, call: Call[T]) -> T:
-        spec = self.registry.specs[call.script]
-        keys = self._keys[call.script]
-        if call.call:  # the receipt key is <prefix>call:<call id>
-            keys = list(keys)
-            keys[self._receipt_at[call.script]] += call.call
         try:
-            reply = self.registry.run(spec, keys, spec.argv(call.args))
+            reply = self.registry.run(*self._parts(call))
         except ResponseError as error:
             raise from_response(error) from None
         return call.parse(reply)
@@ -113,27 +136,15 @@ class MemoryStore:
             return self._send(call)
 
     def _configure(self, policy: Policy | None, replace: bool, now: int | None = None) -> Policy:
-        wanted = policy if policy is not None else Policy()
-        _, stored = self._send(commands.configure(wanted, replace=replace, now=now))
-        if policy is not None and stored != policy:
-            raise PolicyMismatch(
-                f"namespace {self.namespace!r} already has policy {stored}; "
-                "pass replace_policy=True to replace it"
-            )
-        return stored
+        _, stored = self._send(self._configure_call(policy, replace, now))
+        return self._checked(policy, stored)
 
     def _stored_policy(self) -> Policy:
-        names = list(Policy.__dataclass_fields__)
         try:
-            values = self.client.hmget(key_name(self.namespace, "policy"), names)
+            values = self.client.hmget(self.policy_key, POLICY_FIELDS)
         except ResponseError as error:
             raise from_response(error) from None
-        stored = {
-            n: commands.as_text(v) for n, v in zip(names, values, strict=True) if v is not None
-        }
-        if len(stored) != len(names):
-            raise NoPolicy(f"namespace {self.namespace!r} has no policy")
-        return Policy.from_strings(stored)
+        return self._parse_stored_policy(values)
 
     def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
         """Replaces the namespace's stored policy for every worker, from ``now``

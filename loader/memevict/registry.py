@@ -1,0 +1,172 @@
+"""How one script call goes to the server, shared by the sync and async stores.
+
+Two modes run the same Lua (memevict/functions.py):
+
+scripts    EVALSHA (EVALSHA_RO for the read-only scripts, so replicas and
+           read-only ACL users can serve them). After NOSCRIPT (a restart,
+           SCRIPT FLUSH) the call is sent again as EVAL with the source, which
+           runs it and caches it in the same round trip, so a flush racing the
+           call cannot fail it.
+functions  FCALL / FCALL_RO of the ``memevict`` library. A store checks the
+           library's version once and loads it if it differs; a call that
+           finds the library missing (FUNCTION FLUSH, a server without
+           persistence restarted) loads it and is sent again.
+
+On a cluster, redis-py routes EVALSHA and EVAL by their keys for free but asks
+the server (COMMAND GETKEYS, one more round trip) for the keys of EVALSHA_RO
+and FCALL. So there read-only scripts go as EVALSHA (they carry the
+no-writes flag themselves) and an FCALL names the node that owns the
+namespace's slot; redis-py still follows MOVED and ASK from there, but does
+not retry a call with a named node after a connection error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import redis
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+from redis.exceptions import NoScriptError, ResponseError
+
+from memevict.errors import MemevictError, NotLoaded, from_response
+from memevict.functions import VERSION_FUNCTION, function_name, library
+from memevict.scripts import ArgValue, ScriptSpec, specs
+
+Mode = Literal["scripts", "functions"]
+MODES: tuple[Mode, ...] = ("scripts", "functions")
+
+SyncClient = redis.Redis | RedisCluster
+AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
+
+
+def check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise MemevictError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One script call as server commands: ``command`` first; if the server
+    lacks the script, ``fallback`` (EVAL with the source) or, when that is
+    None, the library loaded and ``command`` sent again. ``route``: keyword
+    arguments for redis-py's execute_command (the target node on a cluster)."""
+
+    command: tuple[ArgValue | int, ...]
+    fallback: tuple[ArgValue | int, ...] | None
+    route: dict[str, Any]
+    mode: Mode
+
+    def lacks_script(self, error: ResponseError) -> bool:
+        if self.mode == "scripts":
+            return isinstance(error, NoScriptError)
+        return str(error).startswith("Function not found")
+
+
+def invocation(
+    client: SyncClient | AsyncClient,
+    mode: Mode,
+    spec: ScriptSpec,
+    keys: Sequence[str],
+    args: Sequence[ArgValue],
+) -> Invocation:
+    cluster = isinstance(client, RedisCluster | AsyncRedisCluster)
+    if mode == "functions":
+        verb = "FCALL_RO" if spec.read_only else "FCALL"
+        command = (verb, function_name(spec.name), len(keys), *keys, *args)
+        return Invocation(command, None, node_of(client, keys[0]), mode)
+    read_only = spec.read_only and not cluster
+    evalsha, eval_ = ("EVALSHA_RO", "EVAL_RO") if read_only else ("EVALSHA", "EVAL")
+    return Invocation(
+        (evalsha, spec.sha, len(keys), *keys, *args),
+        (eval_, spec.source, len(keys), *keys, *args),
+        {},
+        mode,
+    )
+
+
+def node_of(client: SyncClient | AsyncClient, key: str) -> dict[str, Any]:
+    """execute_command's keyword naming the node that serves ``key`` (a cluster only)."""
+    if isinstance(client, RedisCluster | AsyncRedisCluster):
+        return {"target_nodes": client.get_node_from_key(key)}
+    return {}
+
+
+def version_invocation(client: SyncClient | AsyncClient, key: str) -> Invocation:
+    """FCALL_RO of the library's version function, routed by ``key``."""
+    command = ("FCALL_RO", VERSION_FUNCTION, 1, key)
+    return Invocation(command, None, node_of(client, key), "functions")
+
+
+def library_current(reply: Any) -> bool:
+    value = reply.decode() if isinstance(reply, bytes) else reply
+    return bool(value == library().version)
+
+
+def not_loaded(reason: str) -> NotLoaded:
+    return NotLoaded(
+        f"the memevict function library {reason} on this server and this store may not "
+        "load it (read_only); run `memevict load --functions` against the primary"
+    )
+
+
+class ScriptRegistry:
+    """The package's scripts on one client (``redis.Redis`` or ``RedisCluster``)."""
+
+    def __init__(
+        self, client: SyncClient, mode: Mode = "scripts", *, may_load: bool = True
+    ) -> None:
+        self.specs: dict[str, ScriptSpec] = dict(specs())
+        self.mode = check_mode(mode)
+        self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
+        self._client = client
+        # RedisCluster.execute_command has no annotations; every call goes through here.
+        self._execute: Any = cast(Any, client).execute_command
+
+    def load(self) -> dict[str, str]:
+        """Loads every script (SCRIPT LOAD, or FUNCTION LOAD REPLACE of the
+        library in functions mode) on every primary; returns name -> SHA1, or
+        name -> function name."""
+        try:
+            if self.mode == "functions":
+                self._client.function_load(library().source, replace=True)
+                return {name: function_name(name) for name in self.specs}
+            return {name: self._client.script_load(s.source) for name, s in self.specs.items()}
+        except ResponseError as error:
+            raise from_response(error) from None
+
+    def ensure_library(self, key: str) -> None:
+        """Functions mode: loads the library unless the server at ``key``'s
+        node has this version of it."""
+        if self.mode != "functions":
+            return
+        ask = version_invocation(self._client, key)
+        try:
+            current = library_current(self._execute(*ask.command, **ask.route))
+        except ResponseError as error:
+            if not ask.lacks_script(error):
+                raise from_response(error) from None
+            current = False
+        if current:
+            return
+        if not self.may_load:
+            raise not_loaded("is missing or of another version")
+        self.load()
+
+    def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+        call = invocation(self._client, self.mode, spec, keys, args)
+        try:
+            return self._execute(*call.command, **call.route)
+        except ResponseError as error:
+            if not call.lacks_script(error):
+                raise
+        if call.fallback is not None:
+            return self._execute(*call.fallback, **call.route)
+        if not self.may_load:
+            raise not_loaded("is missing")
+        self.load()
+        return self._execute(*call.command, **call.route)
