@@ -1,5 +1,6 @@
 """memevict: importance x recency x whitelist eviction for AI agent memory, in Redis Lua."""
 
+from memevict.aio import AsyncMemoryStore
 from memevict.commands import Item
 from memevict.errors import (
     ArityError,
@@ -16,6 +17,7 @@ from memevict.errors import (
     MemevictError,
     NoPolicy,
     NotFound,
+    NotLoaded,
     OutOfMemory,
     PermissionDenied,
     PolicyMismatch,
@@ -32,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArityError",
+    "AsyncMemoryStore",
     "BadArgument",
     "BadId",
     "BadImportance",
@@ -50,6 +53,7 @@ __all__ = [
     "MemoryStore",
     "NoPolicy",
     "NotFound",
+    "NotLoaded",
     "OutOfMemory",
     "PermissionDenied",
     "Policy",

@@ -170,3 +170,59 @@ class ScriptRegistry:
             raise not_loaded("is missing")
         self.load()
         return self._execute(*call.command, **call.route)
+
+
+class AsyncScriptRegistry:
+    """ScriptRegistry for ``redis.asyncio`` clients: the same calls, awaited."""
+
+    def __init__(
+        self, client: AsyncClient, mode: Mode = "scripts", *, may_load: bool = True
+    ) -> None:
+        self.specs: dict[str, ScriptSpec] = dict(specs())
+        self.mode = check_mode(mode)
+        self.may_load = may_load
+        self._client = client
+        self._execute: Any = cast(Any, client).execute_command
+
+    async def load(self) -> dict[str, str]:
+        """As ScriptRegistry.load."""
+        try:
+            if self.mode == "functions":
+                await self._client.function_load(library().source, replace=True)
+                return {name: function_name(name) for name in self.specs}
+            return {
+                name: await self._client.script_load(s.source) for name, s in self.specs.items()
+            }
+        except ResponseError as error:
+            raise from_response(error) from None
+
+    async def ensure_library(self, key: str) -> None:
+        """As ScriptRegistry.ensure_library."""
+        if self.mode != "functions":
+            return
+        ask = version_invocation(self._client, key)
+        try:
+            current = library_current(await self._execute(*ask.command, **ask.route))
+        except ResponseError as error:
+            if not ask.lacks_script(error):
+                raise from_response(error) from None
+            current = False
+        if current:
+            return
+        if not self.may_load:
+            raise not_loaded("is missing or of another version")
+        await self.load()
+
+    async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+        call = invocation(self._client, self.mode, spec, keys, args)
+        try:
+            return await self._execute(*call.command, **call.route)
+        except ResponseError as error:
+            if not call.lacks_script(error):
+                raise
+        if call.fallback is not None:
+            return await self._execute(*call.fallback, **call.route)
+        if not self.may_load:
+            raise not_loaded("is missing")
+        await self.load()
+        return await self._execute(*call.command, **call.route)

@@ -57,6 +57,11 @@ class StoreBase:
             policy if policy is not None else Policy(), replace=replace, now=now
         )
 
+    def _new_policy(self, policy: Policy) -> Policy:
+        if policy is None:  # None means "the stored one" only to the constructor
+            raise BadPolicy("set_policy needs a Policy, got None")
+        return policy
+
     def _checked(self, policy: Policy | None, stored: Policy) -> Policy:
         """The stored policy, which must be ``policy`` when one was asked for."""
         if policy is not None and stored != policy:
@@ -149,9 +154,7 @@ class MemoryStore(StoreBase):
     def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
         """Replaces the namespace's stored policy for every worker, from ``now``
         on: a new half_life_s changes how fast recency falls from then."""
-        if policy is None:  # None means "the stored one" only to the constructor
-            raise BadPolicy("set_policy needs a Policy, got None")
-        self.policy = self._configure(policy, True, now)
+        self.policy = self._configure(self._new_policy(policy), True, now)
         return self.policy
 
     def remember(

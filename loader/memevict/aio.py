@@ -1,0 +1,183 @@
+"""AsyncMemoryStore: MemoryStore for asyncio agents, over ``redis.asyncio``.
+
+Same methods, arguments and results as :class:`memevict.MemoryStore`, each
+awaited; the argument building and reply parsing are the same functions
+(memevict/commands.py), and so are the keys and policy checks (StoreBase).
+
+    store = await AsyncMemoryStore(redis.asyncio.Redis(), "agent-42", Policy(max_hot=100))
+    r = await store.remember("pw", 10, text="the password is swordfish")
+
+Awaiting the store configures it (as MemoryStore's constructor does); a store
+used without that is configured by its first call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Sequence
+from typing import Any, TypeVar
+
+from redis.exceptions import ResponseError
+
+from memevict import commands
+from memevict.commands import Call, Item
+from memevict.errors import MemevictError, NoPolicy, from_response
+from memevict.policy import Policy
+from memevict.registry import AsyncClient, AsyncScriptRegistry, Mode
+from memevict.results import Batch, Evicted, Memory, Remembered, Stats
+from memevict.store import POLICY_FIELDS, StoreBase
+
+T = TypeVar("T")
+
+
+class AsyncMemoryStore(StoreBase):
+    """One namespace of memories, for ``redis.asyncio.Redis`` or its ``RedisCluster``;
+    see :class:`memevict.MemoryStore` for the arguments."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        namespace: str = "default",
+        policy: Policy | None = None,
+        *,
+        replace_policy: bool = False,
+        read_only: bool = False,
+        mode: Mode = "scripts",
+    ) -> None:
+        super().__init__(namespace, mode, read_only)
+        self.client = client
+        self.registry = AsyncScriptRegistry(client, self.mode, may_load=not read_only)
+        self._wanted = policy
+        self._replace = replace_policy
+        self._policy: Policy | None = None
+        self._opening: asyncio.Future[Policy] | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncMemoryStore]:
+        return self._opened().__await__()
+
+    async def _opened(self) -> AsyncMemoryStore:
+        await self._ready()
+        return self
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None:
+            raise MemevictError("the store is not open yet: store = await AsyncMemoryStore(...)")
+        return self._policy
+
+    async def _ready(self) -> None:
+        """Opens the store once, however many coroutines ask at the same time."""
+        if self._policy is not None:
+            return
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+        try:
+            self._policy = await self._opening
+        except BaseException:
+            self._opening = None  # the next call tries again
+            raise
+
+    async def _open(self) -> Policy:
+        await self.registry.ensure_library(self.policy_key)
+        if self.read_only:
+            return await self._stored_policy()
+        return await self._configure(self._wanted, self._replace)
+
+    async def _send(self, call: Call[T]) -> T:
+        try:
+            reply = await self.registry.run(*self._parts(call))
+        except ResponseError as error:
+            raise from_response(error) from None
+        return call.parse(reply)
+
+    async def _run(self, call: Call[T]) -> T:
+        await self._ready()
+        try:
+            return await self._send(call)
+        except NoPolicy:
+            if self.read_only:
+                raise
+            await self._configure(self.policy, False)  # as MemoryStore._run
+            return await self._send(call)
+
+    async def _configure(
+        self, policy: Policy | None, replace: bool, now: int | None = None
+    ) -> Policy:
+        _, stored = await self._send(self._configure_call(policy, replace, now))
+        return self._checked(policy, stored)
+
+    async def _stored_policy(self) -> Policy:
+        try:
+            values = await self.client.hmget(self.policy_key, POLICY_FIELDS)
+        except ResponseError as error:
+            raise from_response(error) from None
+        return self._parse_stored_policy(values)
+
+    async def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
+        """As MemoryStore.set_policy."""
+        await self._ready()
+        self._policy = await self._configure(self._new_policy(policy), True, now)
+        return self._policy
+
+    async def remember(
+        self,
+        id: str,
+        importance: float,
+        *,
+        text: str | None = None,
+        whitelist: bool = False,
+        now: int | None = None,
+    ) -> Remembered:
+        """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
+        return await self._run(
+            commands.remember(id, importance, text=text, whitelist=whitelist, now=now)
+        )
+
+    async def remember_many(
+        self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
+    ) -> Batch:
+        """Remembers up to 1000 memories in one atomic call, as if one by one
+        at the same now, then evicts once; items are Item or (id, importance)."""
+        return await self._run(commands.remember_many(items, now=now))
+
+    async def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
+        """Marks a hot memory as used now (evicting if that made the hot tier
+        too full); None if it is cold or unknown."""
+        return await self._run(commands.touch(id, now=now))
+
+    async def decay(self, rate: float) -> None:
+        """Multiplies every non-whitelisted hot score by rate (0 < rate <= 1), in O(1)."""
+        await self._run(commands.decay(rate))
+
+    async def evict(self, *, now: int | None = None) -> Evicted:
+        """Evicts down to max_hot (plus evict_batch) if the hot tier is over it."""
+        return await self._run(commands.evict(now=now))
+
+    async def whitelist(self, id: str, *, now: int | None = None) -> Remembered:
+        """Whitelists a memory (recalling it if cold); raises NotFound for an unknown id."""
+        return await self._run(commands.whitelist(id, now=now))
+
+    async def demote(self, id: str, *, now: int | None = None) -> Remembered:
+        """Makes a whitelisted memory ordinary (``demoted == (id,)``), evicting if that
+        made the hot tier too full; ``demoted`` is empty if it was not whitelisted."""
+        return await self._run(commands.demote(id, now=now))
+
+    async def recall(self, id: str, *, now: int | None = None) -> Remembered:
+        """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
+        return await self._run(commands.recall(id, now=now))
+
+    async def forget(self, id: str) -> bool:
+        """Deletes a memory everywhere; False if it was unknown."""
+        return await self._run(commands.forget(id))
+
+    async def get(self, id: str, *, now: int | None = None) -> Memory | None:
+        """One memory, hot or cold, or None."""
+        return await self._run(commands.get(id, now=now))
+
+    async def top(self, k: int, *, now: int | None = None) -> list[Memory]:
+        """The k highest-scored hot memories, highest first."""
+        return await self._run(commands.top(k, now=now))
+
+    async def stats(self, *, now: int | None = None) -> Stats:
+        """Counts of hot, cold, whitelisted and protected memories."""
+        return await self._run(commands.stats(now=now))
