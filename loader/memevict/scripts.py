@@ -18,11 +18,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
 else:
     from importlib.abc import Traversable
+
+from redis.commands.core import AsyncScript, Script
 
 from memevict.errors import BadArgument
 
@@ -206,3 +209,59 @@ def namespace_keys(namespace: str) -> list[str]:
     the receipts, which come and go with the calls."""
     roles = {role for spec in specs().values() for role in spec.keys} - {RECEIPT}
     return [key_name(namespace, role) for role in sorted(roles)]
+
+
+# Drop-in registration: the scripts on a client the caller owns.
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptHandle:
+    """One script registered on a caller's client as a redis-py ``Script``
+    (EVALSHA, reloaded after NOSCRIPT, preloaded when a pipeline runs).
+
+    ``handle(namespace, args)`` sends it with the namespace's KEYS and ``args``
+    by ARGV name (the header's), on the registering client or on ``client``
+    (another client, or a non-cluster pipeline, whose execute() returns the
+    reply). The reply is raw; memevict.commands builds checked arguments and
+    parses replies: ``c = commands.remember(...)``, then
+    ``c.parse(handles.remember(ns, c.args, call=c.call))``.
+    """
+
+    spec: ScriptSpec
+    script: Script | AsyncScript  # AsyncScript on an asyncio client: await the call
+
+    def __call__(
+        self, namespace: str, args: Args, *, call: str = "", client: Any | None = None
+    ) -> Any:
+        keys = self.spec.key_names(namespace, call)
+        return self.script(keys=keys, args=self.spec.argv(args), client=client)
+
+
+@dataclass(frozen=True, slots=True)
+class Scripts:
+    """Every script of the package, registered on one client (see register)."""
+
+    configure: ScriptHandle
+    decay: ScriptHandle
+    demote: ScriptHandle
+    evict: ScriptHandle
+    forget: ScriptHandle
+    get: ScriptHandle
+    recall: ScriptHandle
+    remember: ScriptHandle
+    remember_many: ScriptHandle
+    stats: ScriptHandle
+    top: ScriptHandle
+    touch: ScriptHandle
+    whitelist: ScriptHandle
+
+
+def register(client: Any) -> Scripts:
+    """The package's scripts as handles on ``client`` (a redis-py ``Redis`` or
+    ``RedisCluster``, sync or asyncio); nothing is sent until a handle is called."""
+    return Scripts(
+        **{
+            name: ScriptHandle(spec, client.register_script(spec.source))
+            for name, spec in specs().items()
+        }
+    )
