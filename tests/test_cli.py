@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 
 from memevict import MemoryStore, PermissionDenied
 from memevict.cli import main
+from memevict.functions import library
 from memevict.scripts import specs
 from tests.servers import Server
 
@@ -67,7 +69,36 @@ def test_every_command_runs(server: Server, client: redis.Redis) -> None:
         code, out = run(server, *step)
         assert code == 0, (step, out)
     code, out = run(server, "load", "--json")
-    assert json.loads(out) == {name: spec.sha for name, spec in specs().items()}
+    assert json.loads(out)["loaded"] == {name: spec.sha for name, spec in specs().items()}
+
+
+def test_load_reaches_the_replicas(server: Server, client: redis.Redis) -> None:
+    replica = Server(server.binary, extra=("--replicaof", "127.0.0.1", str(server.port))).start()
+    try:
+        reader = replica.client()
+        deadline = time.monotonic() + 10
+        while len([k for k in client.info("replication") if k.startswith("slave")]) < 1:
+            assert time.monotonic() < deadline, "replica did not connect"
+            time.sleep(0.05)
+        reader.script_flush()
+        code, out = run(server, "load", "--json")
+        loaded = json.loads(out)
+        assert code == 0, out
+        assert loaded["nodes"] == [
+            {"address": f"127.0.0.1:{server.port}", "primary": True},
+            {"address": f"127.0.0.1:{replica.port}", "primary": False},
+        ]
+        shas = [spec.sha for spec in specs().values()]
+        assert all(client.script_exists(*shas)) and all(reader.script_exists(*shas))
+        # The library goes to the primary; the replica gets it by replication.
+        client.function_flush()
+        code, out = run(server, "load", "--functions")
+        assert code == 0 and f"library {library().version}" in out, out
+        assert client.wait(1, 5000) == 1
+        assert reader.function_list(library="memevict")
+        reader.close()
+    finally:
+        replica.stop()
 
 
 def test_bad_arguments_exit_non_zero_with_one_line(server: Server, client: redis.Redis) -> None:

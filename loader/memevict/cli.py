@@ -15,7 +15,7 @@ from memevict.errors import MemevictError
 from memevict.policy import Policy
 from memevict.results import Memory, Remembered
 from memevict.scripts import specs
-from memevict.store import MemoryStore, ScriptRegistry
+from memevict.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,13 +108,30 @@ def scripts(as_json: bool) -> None:
 
 
 @main.command()
+@click.option(
+    "--functions",
+    is_flag=True,
+    help="FUNCTION LOAD the memevict library on the primaries instead of the scripts.",
+)
 @json_option
 @click.pass_context
-def load(ctx: click.Context, as_json: bool) -> None:
-    """SCRIPT LOAD every script on the server; prints name -> SHA1."""
+def load(ctx: click.Context, functions: bool, as_json: bool) -> None:
+    """Load every script on every node (primaries and replicas; on a cluster, every
+    node CLUSTER NODES lists) before traffic; prints name -> SHA1."""
+    from memevict.preload import preload
+
     with connect(ctx.obj["url"]) as client:
-        loaded = ScriptRegistry(client).load()
-    _emit(loaded, as_json, lambda: "\n".join(f"{k:<10} {v}" for k, v in loaded.items()))
+        loaded = preload(client, functions=functions)
+
+    def text() -> str:
+        nodes = ", ".join(
+            f"{n.address} ({'primary' if n.primary else 'replica'})" for n in loaded.nodes
+        )
+        what = f"library {loaded.library_version}" if functions else "scripts"
+        head = f"loaded {what} on: {nodes}" + (" (replicas by replication)" if functions else "")
+        return "\n".join([head, *(f"{k:<14} {v}" for k, v in loaded.names.items())])
+
+    _emit(loaded.to_json(), as_json, text)
 
 
 @main.command()
