@@ -36,6 +36,7 @@ from memevict import (
     Policy,
 )
 from memevict.acl import LOADER_COMMANDS, acl_rules, acl_setuser_line, commands, script_commands
+from memevict.functions import LIBRARY, library
 from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.servers import Server
 
@@ -395,7 +396,8 @@ def test_a_read_only_store_is_refused_on_another_namespace(
 # (c) Every derived command is needed, and a missing one is refused in time.
 
 # SCRIPT EXISTS is granted for operators checking a preload; memevict sends none.
-NEEDED = [c for c in commands() if c != "script|exists"]
+# FCALL and FCALL_RO are for functions mode (tests/test_functions.py); the scenario runs EVALSHA.
+NEEDED = [c for c in commands() if c not in ("script|exists", "fcall", "fcall_ro")]
 
 
 class WatchedConnection(Connection):
@@ -644,3 +646,19 @@ def test_the_setuser_line_pasted_into_redis_cli(
         pasted.close()
     finally:
         client.execute_command("ACL", "DELUSER", "pasted")
+
+
+def test_the_derived_acl_user_runs_functions_but_cannot_load_them(
+    client: redis.Redis, make_user: UserFactory
+) -> None:
+    client.function_flush()
+    user = make_user("ns")
+    with pytest.raises(PermissionDenied):  # the library is missing and the user may not load it
+        MemoryStore(user, "ns", Policy(protect_s=0), mode="functions")
+    assert not client.function_list(library=LIBRARY)
+    MemoryStore(client, "warm", mode="functions")  # an admin loads the library
+    store = MemoryStore(user, "ns", Policy(protect_s=0), mode="functions")
+    store.remember("a", 2.0, now=T0)
+    assert [m.id for m in store.top(5, now=T0)] == ["a"]
+    with pytest.raises(NoPermissionError):
+        user.function_load(library().source, replace=True)

@@ -19,7 +19,12 @@ from memevict.scripts import key_name, specs
 
 # What the store itself sends: EVALSHA (EVALSHA_RO for read-only scripts), EVAL
 # and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, HMGET of the
-# policy in a read-only store; and SCRIPT EXISTS, for an operator checking a preload.
+# policy in a read-only store; SCRIPT EXISTS, for an operator checking a
+# preload; and FCALL / FCALL_RO in functions mode. Not FUNCTION LOAD: a
+# library is shared by every user of the server, so a user allowed to replace
+# it could run code of its own as the users of other namespaces. An admin
+# loads it (`memevict load --functions`); a store that finds it missing then
+# fails with PermissionDenied.
 LOADER_COMMANDS = (
     "evalsha",
     "evalsha_ro",
@@ -28,6 +33,8 @@ LOADER_COMMANDS = (
     "script|load",
     "script|exists",
     "hmget",
+    "fcall",
+    "fcall_ro",
 )
 
 # Characters redis-cli reads literally in an unquoted argument.
