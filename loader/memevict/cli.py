@@ -403,6 +403,127 @@ def demo(ctx: click.Context) -> None:
         run_demo(client, click.echo)
 
 
+def _simulated_policy_options(command: F) -> F:
+    """An option per Policy field but max_hot, which is the --window."""
+    defaults = Policy()
+    for field in reversed(dataclasses.fields(Policy)):
+        if field.name != "max_hot":
+            command = click.option(
+                "--" + field.name.replace("_", "-"),
+                field.name,
+                type=int if field.type == "int" else float,
+                default=None,
+                help=f"memevict's {field.name} (default {getattr(defaults, field.name):g}).",
+            )(command)
+    return command
+
+
+@main.command()
+@click.option(
+    "--transcript",
+    "transcript_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Replay this JSONL log (see the README) instead of a generated transcript.",
+)
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated transcript.")
+@click.option(
+    "--turns",
+    default=400,
+    show_default=True,
+    type=click.IntRange(min=10),
+    help="Memory turns of the generated transcript.",
+)
+@click.option(
+    "--turn-s",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help='Mean seconds between generated turns; with --transcript, between lines without "at".',
+)
+@click.option(
+    "--window",
+    default=40,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Memories every policy keeps (memevict's max_hot).",
+)
+@_simulated_policy_options
+@click.option(
+    "--grid",
+    multiple=True,
+    metavar="FIELD=V1,V2,...",
+    help="Run memevict once per combination of these Policy values (repeatable).",
+)
+@json_option
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Draw critical facts kept over turns, per policy, to FILE.png (needs matplotlib).",
+)
+@click.pass_context
+def simulate(
+    ctx: click.Context,
+    /,
+    transcript_file: str | None,
+    seed: int,
+    turns: int,
+    turn_s: float,
+    window: int,
+    grid: tuple[str, ...],
+    as_json: bool,
+    plot_file: str | None,
+    **fields: Any,
+) -> None:
+    """Replay a conversation longer than the window through FIFO, LRU and
+    memevict, on one server, and report what each kept.
+
+    Each policy runs in its own namespace, memevict-simulate-<n> (cleared
+    before and after), on the server of --url or the embedded one.
+    """
+    import sys
+
+    from click.core import ParameterSource
+
+    from memevict.simulate import generate, memevict_policies, read_jsonl
+    from memevict.simulate import simulate as replay_all
+    from memevict.simulate.plot import draw, matplotlib_missing
+    from memevict.simulate.report import table, to_json
+
+    turn_ms = round(turn_s * 1000)
+    if transcript_file:
+        for name in ("seed", "turns"):
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"--{name} is for the generated transcript, not --transcript")
+        transcript = read_jsonl(transcript_file, turn_ms)
+    else:
+        transcript = generate(seed, turns, turn_ms)
+    try:
+        policies = memevict_policies(
+            window, {k: v for k, v in fields.items() if v is not None}, grid
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if plot_file and matplotlib_missing():
+        click.echo(
+            "matplotlib is not installed (pip install 'memevict[plot]'): skipping the plot",
+            err=True,
+        )
+        plot_file = None
+    events = len(transcript.events) * (2 + len(policies))
+    with connect(ctx.obj["url"]) as client:
+        if not as_json and sys.stderr.isatty() and events >= 2000:
+            with click.progressbar(length=events, label="replaying", file=sys.stderr) as bar:
+                result = replay_all(client, transcript, window, policies, advance=bar.update)
+        else:
+            result = replay_all(client, transcript, window, policies)
+    _emit(to_json(result), as_json, lambda: table(result))
+    if plot_file:
+        draw(result, plot_file)
+
+
 @main.command()
 @click.option("--quick", is_flag=True, help="Tiny sizes, a few seconds: the CI smoke run.")
 @click.option(
