@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -171,3 +173,38 @@ def test_acl_prints_a_line_that_creates_a_working_user(server: Server, client: r
         worker.close()
     finally:
         client.execute_command("ACL", "DELUSER", "worker")
+
+
+def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: Path) -> None:
+    """The README's redis-cli block, run by bash against the test server."""
+    redis_cli = shutil.which("redis-cli")
+    if redis_cli is None:
+        if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":
+            pytest.fail("redis-cli not found and MEMEVICT_REQUIRE_REDIS=1")
+        pytest.skip("redis-cli not installed")
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    [block] = re.findall(r"```sh\n(for s in configure remember top;.*?)```", readme, re.S)
+    script = block.replace("redis-cli ", f"{redis_cli} -p {server.port} ")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    out = subprocess.run(
+        ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[:11] == [
+        "created",
+        "3",
+        "0",
+        "1800",
+        "10",
+        "20",
+        "30",
+        "0.1",
+        "0.001",
+        "10000",
+        "60",
+    ]
+    score = float(out[11])
+    assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
+    assert out[12:15] == ["", "", "0"]  # nothing evicted, nothing demoted, over 0
+    memory = out[15:]
+    assert memory[0] == "pw" and memory[3] == "hot" and memory[-1] == "the password is swordfish"
+    assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score

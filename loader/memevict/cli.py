@@ -97,9 +97,25 @@ def main(ctx: click.Context, url: str | None, namespace: str) -> None:
 
 
 @main.command()
+@click.option(
+    "--source",
+    "source_of",
+    metavar="NAME",
+    default=None,
+    help="Print the text memevict sends for script NAME (helpers inlined), or for "
+    "'functions', the Functions library.",
+)
 @json_option
-def scripts(as_json: bool) -> None:
+def scripts(source_of: str | None, as_json: bool) -> None:
     """List the Lua scripts: name, SHA1, key count."""
+    if source_of is not None:
+        from memevict.functions import library
+
+        if source_of != "functions" and source_of not in specs():
+            raise click.BadParameter(f"no script {source_of!r}", param_hint="--source")
+        text = library().source if source_of == "functions" else specs()[source_of].source
+        click.echo(text, nl=False)
+        return
     rows = [
         {"name": s.name, "sha": s.sha, "keys": len(s.keys), "read_only": s.read_only}
         for s in specs().values()
@@ -496,7 +512,9 @@ def simulate(
     if transcript_file:
         for name in ("seed", "turns"):
             if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
-                raise click.UsageError(f"--{name} is for the generated transcript, not --transcript")
+                raise click.UsageError(
+                    f"--{name} is for the generated transcript, not --transcript"
+                )
         transcript = read_jsonl(transcript_file, turn_ms)
     else:
         transcript = generate(seed, turns, turn_ms)
