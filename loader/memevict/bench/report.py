@@ -8,7 +8,7 @@ from typing import Any
 from memevict.bench.blocking import Blocking
 from memevict.bench.concurrent import Concurrent
 from memevict.bench.footprint import Footprint
-from memevict.bench.single import BATCH_PEER, SingleClient
+from memevict.bench.single import BATCH_PEER, FUNCTIONS_PEER, SingleClient
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.targets import Target
 from memevict.bench.timing import Sample, server_time_ratio, throughput_ratio, time_ratio
@@ -19,6 +19,7 @@ LABELS = {
     "noop": "do-nothing EVALSHA",
     "memevict": "memevict remember()",
     BATCH_PEER: "memevict remember_many()",
+    FUNCTIONS_PEER: "memevict remember(), FCALL",
 }
 OP_LABELS = {"decay": "decay", "evict": "evict (full)", "remember": "remember (not full)"}
 

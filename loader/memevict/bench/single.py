@@ -1,5 +1,6 @@
 """T1 (one client) and T6: remember() on a full store against its peers, one
-client, unpipelined; and remember_many in batches against single remembers."""
+client, unpipelined; remember_many in batches against single remembers; and
+remember() in functions mode (FCALL) beside EVALSHA."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from memevict.bench.timing import Sample, Samples, rotated, time_calls
 from memevict.store import MemoryStore
 
 BATCH_PEER = "remember_many"
+FUNCTIONS_PEER = "functions"  # the same remember() in functions mode (FCALL)
 
 
 @dataclass(frozen=True)
 class SingleClient:
     capacity: int
     batch: int  # items per remember_many call
-    samples: dict[str, Sample]  # PEERS and BATCH_PEER
+    samples: dict[str, Sample]  # PEERS, BATCH_PEER and FUNCTIONS_PEER
 
 
 def measure_single_client(
@@ -36,6 +38,13 @@ def measure_single_client(
 
     calls[BATCH_PEER] = remember_batch
     items[BATCH_PEER] = batch
+    by_function = MemoryStore(client, setup.namespace, mode="functions")
+
+    def remember_by_function(i: int) -> None:
+        by_function.remember(f"one-f{i}", importance(i))
+
+    calls[FUNCTIONS_PEER] = remember_by_function
+    items[FUNCTIONS_PEER] = 1
     samples = Samples()
     next_id = dict.fromkeys(calls, 0)
     for r in range(rounds):
