@@ -23,6 +23,7 @@ from memevict.errors import (
     PolicyMismatch,
     ReadOnly,
     ScriptKilled,
+    SlotMigrating,
     UnexpectedReply,
     WrongType,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Remembered",
     "ScriptKilled",
     "ScriptRegistry",
+    "SlotMigrating",
     "Stats",
     "UnexpectedReply",
     "WrongType",

@@ -23,7 +23,7 @@ from memevict import commands
 from memevict.commands import Call, Item
 from memevict.errors import MemevictError, NoPolicy, from_response
 from memevict.policy import Policy
-from memevict.registry import AsyncClient, AsyncScriptRegistry, Mode
+from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Mode
 from memevict.results import Batch, Evicted, Memory, Remembered, Stats
 from memevict.store import POLICY_FIELDS, StoreBase
 
@@ -43,10 +43,13 @@ class AsyncMemoryStore(StoreBase):
         replace_policy: bool = False,
         read_only: bool = False,
         mode: Mode = "scripts",
+        migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
         self.client = client
-        self.registry = AsyncScriptRegistry(client, self.mode, may_load=not read_only)
+        self.registry = AsyncScriptRegistry(
+            client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
+        )
         self._wanted = policy
         self._replace = replace_policy
         self._policy: Policy | None = None

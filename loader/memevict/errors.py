@@ -116,6 +116,14 @@ class ScriptKilled(MemevictError):
     code = "KILLED"
 
 
+class SlotMigrating(MemevictError):
+    """On a cluster: the namespace's slot was being migrated to another node
+    for longer than the store waits (``migration_wait_s``). The nodes refused
+    the call (TRYAGAIN) before running it, so nothing was written."""
+
+    code = "TRYAGAIN"
+
+
 class NotLoaded(MemevictError):
     """Functions mode: the server lacks the memevict library (or has another
     version of it), and this store may not load it (a read-only store)."""

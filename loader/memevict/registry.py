@@ -12,6 +12,13 @@ functions  FCALL / FCALL_RO of the ``memevict`` library. A store checks the
            finds the library missing (FUNCTION FLUSH, a server without
            persistence restarted) loads it and is sent again.
 
+While a cluster slot migrates, a node serves a multi-key script only if it
+holds every one of its keys; a write's fresh receipt key never exists yet, so
+writes (and reads of a namespace with an empty role) get TRYAGAIN, which
+redis-py retries a few times and then gives up on ("TTL exhausted"). The node
+refuses before the script runs, so the registry sends the call again, pausing
+10 ms doubling to 200 ms, for up to ``migration_wait_s`` (then SlotMigrating).
+
 On a cluster, redis-py routes EVALSHA and EVAL by their keys for free but asks
 the server (COMMAND GETKEYS, one more round trip) for the keys of EVALSHA_RO
 and FCALL. So there read-only scripts go as EVALSHA (they carry the
@@ -22,7 +29,9 @@ not retry a call with a named node after a connection error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -30,9 +39,9 @@ import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ClusterError, NoScriptError, ResponseError, TryAgainError
 
-from memevict.errors import MemevictError, NotLoaded, from_response
+from memevict.errors import MemevictError, NotLoaded, SlotMigrating, from_response
 from memevict.functions import VERSION_FUNCTION, function_name, library
 from memevict.scripts import ArgValue, ScriptSpec, specs
 
@@ -41,6 +50,38 @@ MODES: tuple[Mode, ...] = ("scripts", "functions")
 
 SyncClient = redis.Redis | RedisCluster
 AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
+
+
+MIGRATION_WAIT_S = 5.0
+
+
+def check_wait(seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+        raise MemevictError(f"migration_wait_s must be a number >= 0, got {seconds!r}")
+    return float(seconds)
+
+
+def refused_while_migrating(error: Exception) -> bool:
+    """redis-py's answer to TRYAGAIN (its own retries used up): a slot migrates."""
+    if isinstance(error, TryAgainError):
+        return True
+    return isinstance(error, ClusterError) and str(error).startswith("TTL exhausted")
+
+
+def pauses(wait_s: float) -> Iterator[float]:
+    """The pauses before each resend of a call refused while its slot migrates."""
+    pause, waited = 0.01, 0.0
+    while waited + pause <= wait_s:
+        yield pause
+        waited += pause
+        pause = min(pause * 2, 0.2)
+
+
+def still_migrating(wait_s: float) -> SlotMigrating:
+    return SlotMigrating(
+        f"the namespace's cluster slot was still migrating after {wait_s:g} s of retries "
+        "(TRYAGAIN); nothing was written"
+    )
 
 
 def check_mode(mode: str) -> Mode:
@@ -118,11 +159,17 @@ class ScriptRegistry:
     """The package's scripts on one client (``redis.Redis`` or ``RedisCluster``)."""
 
     def __init__(
-        self, client: SyncClient, mode: Mode = "scripts", *, may_load: bool = True
+        self,
+        client: SyncClient,
+        mode: Mode = "scripts",
+        *,
+        may_load: bool = True,
+        migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         self.specs: dict[str, ScriptSpec] = dict(specs())
         self.mode = check_mode(mode)
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
+        self.migration_wait_s = check_wait(migration_wait_s)
         self._client = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
         self._execute: Any = cast(Any, client).execute_command
@@ -158,7 +205,19 @@ class ScriptRegistry:
         self.load()
 
     def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
-        call = invocation(self._client, self.mode, spec, keys, args)
+        waits = pauses(self.migration_wait_s)
+        while True:
+            try:
+                return self._attempt(invocation(self._client, self.mode, spec, keys, args))
+            except (ClusterError, TryAgainError) as error:
+                if not refused_while_migrating(error):
+                    raise
+                pause = next(waits, None)
+                if pause is None:
+                    raise still_migrating(self.migration_wait_s) from None
+                time.sleep(pause)
+
+    def _attempt(self, call: Invocation) -> Any:
         try:
             return self._execute(*call.command, **call.route)
         except ResponseError as error:
@@ -176,11 +235,17 @@ class AsyncScriptRegistry:
     """ScriptRegistry for ``redis.asyncio`` clients: the same calls, awaited."""
 
     def __init__(
-        self, client: AsyncClient, mode: Mode = "scripts", *, may_load: bool = True
+        self,
+        client: AsyncClient,
+        mode: Mode = "scripts",
+        *,
+        may_load: bool = True,
+        migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         self.specs: dict[str, ScriptSpec] = dict(specs())
         self.mode = check_mode(mode)
         self.may_load = may_load
+        self.migration_wait_s = check_wait(migration_wait_s)
         self._client = client
         self._execute: Any = cast(Any, client).execute_command
 
@@ -214,7 +279,19 @@ class AsyncScriptRegistry:
         await self.load()
 
     async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
-        call = invocation(self._client, self.mode, spec, keys, args)
+        waits = pauses(self.migration_wait_s)
+        while True:
+            try:
+                return await self._attempt(invocation(self._client, self.mode, spec, keys, args))
+            except (ClusterError, TryAgainError) as error:
+                if not refused_while_migrating(error):
+                    raise
+                pause = next(waits, None)
+                if pause is None:
+                    raise still_migrating(self.migration_wait_s) from None
+                await asyncio.sleep(pause)
+
+    async def _attempt(self, call: Invocation) -> Any:
         try:
             return await self._execute(*call.command, **call.route)
         except ResponseError as error:

@@ -16,7 +16,7 @@ from memevict import commands
 from memevict.commands import Call, Item
 from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
 from memevict.policy import Policy
-from memevict.registry import Mode, ScriptRegistry, SyncClient, check_mode
+from memevict.registry import MIGRATION_WAIT_S, Mode, ScriptRegistry, SyncClient, check_mode
 from memevict.results import Batch, Evicted, Memory, Remembered, Stats
 from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
 
@@ -100,6 +100,10 @@ class MemoryStore(StoreBase):
 
     ``mode="functions"`` calls the scripts as the Redis Functions library
     ``memevict`` (FCALL) instead of EVALSHA, loading it if the server lacks it.
+
+    On a cluster, a call refused because the namespace's slot is being
+    migrated (TRYAGAIN) is sent again for up to ``migration_wait_s`` seconds
+    before :class:`SlotMigrating`; the nodes refuse it before it runs.
     """
 
     def __init__(
@@ -111,10 +115,13 @@ class MemoryStore(StoreBase):
         replace_policy: bool = False,
         read_only: bool = False,
         mode: Mode = "scripts",
+        migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
         self.client = client
-        self.registry = ScriptRegistry(client, self.mode, may_load=not read_only)
+        self.registry = ScriptRegistry(
+            client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
+        )
         self.registry.ensure_library(self.policy_key)
         if read_only:
             self.policy = self._stored_policy()
