@@ -123,12 +123,16 @@ def test_unreachable_server_is_one_line() -> None:
     assert "cannot reach the server" in result.output
 
 
-def test_demo_keeps_the_critical_facts(server: Server, client: redis.Redis) -> None:
+def test_demo_memevict_keeps_more_critical_facts(server: Server, client: redis.Redis) -> None:
     code, out = run(server, "demo")
     assert code == 0, out
-    table = out.split("Critical facts:")[1]
-    for line in table.strip().splitlines()[1:]:
-        assert line.split()[1] == "kept", line
+    section = out.split("Critical facts at the end:")[1].strip().split("\n\n")[0]
+    header, *rows = section.splitlines()
+    policies = header.split()
+    assert policies == ["fifo", "lru", "memevict"] and len(rows) == 3, section
+    kept = {p: sum(row.split()[1 + i] == "kept" for row in rows) for i, p in enumerate(policies)}
+    assert kept["memevict"] >= 2 and kept["memevict"] > max(kept["fifo"], kept["lru"]), kept
+    assert client.dbsize() == 0  # the demo's namespaces are cleared afterwards
 
 
 def test_embedded_server_persists_between_commands(tmp_path: Path) -> None:

@@ -127,6 +127,8 @@ def test_the_wheel_contains_every_script(tmp_path: Path) -> None:
     for path in (ROOT / "lua").rglob("*.lua"):
         assert f"memevict/lua/{path.relative_to(ROOT / 'lua')}" in names
     assert "memevict/py.typed" in names
+    for package in ("memevict/bench", "memevict/simulate"):  # subpackages too
+        assert f"{package}/__init__.py" in names
 
 
 def test_calls_survive_a_server_restart(server: Server) -> None:

@@ -25,21 +25,17 @@ def run_demo(
         f"of {window} memories\nunder FIFO, LRU and memevict's default policy. Critical facts "
         "are said once, in the middle.\n"
     )
-    result = simulate(
-        client, transcript, window, memevict_policies(window, {}, []), prefix=PREFIX
-    )
+    result = simulate(client, transcript, window, memevict_policies(window, {}, []), prefix=PREFIX)
     echo(table(result))
     said = {e.id: e.text for e in transcript.events if isinstance(e, MemoryTurn)}
     critical = [e.id for e in transcript.events if isinstance(e, MemoryTurn) and e.critical]
     keys = list(result.outcomes)
     echo(f"\nCritical facts at the end:  {'  '.join(f'{k:<8}' for k in keys)}")
     for memory_id in critical:
-        kept = [
-            "kept" if memory_id in result.outcomes[k].critical_kept else "LOST" for k in keys
-        ]
+        kept = ["kept" if memory_id in result.outcomes[k].critical_kept else "LOST" for k in keys]
         echo(f"  {memory_id:<24}  {'  '.join(f'{k:<8}' for k in kept)}{said[memory_id]}")
     echo(
-        "\nReplay longer conversations, other settings (--grid half_life_s=600,3600) "
-        "or your own log (--transcript FILE.jsonl) with `memevict simulate`."
+        "\nLonger conversations, other settings (--grid half_life_s=600,3600) and your\n"
+        "own log (--transcript FILE.jsonl): memevict simulate --help."
     )
     return result

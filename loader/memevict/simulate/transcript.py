@@ -1,0 +1,208 @@
+"""A transcript: the memory turns and actions of one agent conversation, and
+the reader of a user's own log (JSONL, one JSON object a line).
+
+A memory turn remembers something; an action touches, demotes, whitelists or
+forgets an earlier memory. Every event has its time (``at``, ms since the
+epoch), resolved when the transcript is read: a memory line without ``at``
+comes ``turn_ms`` after the line before it, an action without ``at`` happens at
+the time of the line before it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from memevict.commands import MAX_ID_BYTES, MAX_NOW_MS
+from memevict.errors import MemevictError
+
+# The README's reference importances.
+IMPORTANCE: Mapping[str, float] = {
+    "instruction": 10.0,
+    "tool_error": 8.0,
+    "business": 7.0,
+    "conclusion": 5.0,
+    "context": 3.0,
+    "chitchat": 1.0,
+}
+START_MS = 1_700_000_000_000
+TURN_MS = 10_000
+
+ActionKind = Literal["touch", "demote", "whitelist", "forget"]
+ACTIONS: tuple[str, ...] = get_args(ActionKind)
+_TURN_FIELDS = {"id", "importance", "category", "text", "whitelist", "critical", "at"}
+_ACTION_FIELDS = {"action", "id", "at"}
+
+
+class BadTranscript(MemevictError, ValueError):
+    """A transcript line is malformed; the message names the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTurn:
+    """Remember ``id`` (an upsert if it exists) at ``at``."""
+
+    id: str
+    importance: float
+    at: int
+    text: str | None = None
+    whitelist: bool = False
+    critical: bool = False
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Touch, demote, whitelist or forget the earlier memory ``id`` at ``at``."""
+
+    action: ActionKind
+    id: str
+    at: int
+
+
+Event = MemoryTurn | Action
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    events: tuple[Event, ...]
+    source: str
+
+    @property
+    def turns(self) -> int:
+        return sum(isinstance(e, MemoryTurn) for e in self.events)
+
+    @property
+    def actions(self) -> int:
+        return len(self.events) - self.turns
+
+    @property
+    def critical(self) -> frozenset[str]:
+        return frozenset(e.id for e in self.events if isinstance(e, MemoryTurn) and e.critical)
+
+
+def read_jsonl(path: str | Path, turn_ms: int = TURN_MS) -> Transcript:
+    """Reads and checks a whole transcript file; raises BadTranscript naming
+    the first malformed line, so nothing runs on a bad file."""
+    with open(path, encoding="utf-8") as lines:
+        return parse_lines(lines, str(path), turn_ms)
+
+
+def parse_lines(lines: Iterable[str], source: str, turn_ms: int = TURN_MS) -> Transcript:
+    events: list[Event] = []
+    known: set[str] = set()  # remembered and not forgotten since
+    last_at: int | None = None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            event = _event(_object(line), last_at, turn_ms)
+            if isinstance(event, Action) and event.id not in known:
+                raise ValueError(f"{event.action} of {event.id!r}, which no earlier line remembers")
+        except ValueError as error:
+            raise BadTranscript(f"{source} line {number}: {error}") from None
+        if isinstance(event, MemoryTurn):
+            known.add(event.id)
+        elif event.action == "forget":
+            known.discard(event.id)
+        events.append(event)
+        last_at = event.at
+    if not any(isinstance(e, MemoryTurn) for e in events):
+        raise BadTranscript(f"{source}: no memory turns")
+    return Transcript(tuple(events), source)
+
+
+def _object(line: str) -> dict[str, object]:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _event(data: dict[str, object], last_at: int | None, turn_ms: int) -> Event:
+    memory_id = data.get("id")
+    if not isinstance(memory_id, str) or not 1 <= len(_utf8(memory_id, "id")) <= MAX_ID_BYTES:
+        raise ValueError(f'"id" must be a string of 1..{MAX_ID_BYTES} bytes')
+    at = _at(data.get("at"), last_at)
+    if "action" in data:
+        _only(data, _ACTION_FIELDS)
+        action = data["action"]
+        if action not in ACTIONS:
+            raise ValueError(f'"action" must be one of {", ".join(ACTIONS)}, got {action!r}')
+        when = at if at is not None else (last_at if last_at is not None else START_MS)
+        return Action(action, memory_id, when)  # type: ignore[arg-type]
+    _only(data, _TURN_FIELDS)
+    if at is None:
+        at = last_at + turn_ms if last_at is not None else START_MS
+    if ("importance" in data) == ("category" in data):
+        raise ValueError('a memory turn needs exactly one of "importance" and "category"')
+    category = data.get("category")
+    if "category" in data:
+        if not isinstance(category, str) or category not in IMPORTANCE:
+            raise ValueError(f'"category" must be one of {", ".join(IMPORTANCE)}, got {category!r}')
+        importance = IMPORTANCE[category]
+    else:
+        importance = _importance(data["importance"])
+    text = data.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValueError('"text" must be a string')
+    if text is not None:
+        _utf8(text, "text")
+    return MemoryTurn(
+        memory_id,
+        importance,
+        at,
+        text=text,
+        whitelist=_flag(data, "whitelist"),
+        critical=_flag(data, "critical"),
+        category=category if isinstance(category, str) else None,
+    )
+
+
+def _utf8(value: str, what: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\\ud800"
+        raise ValueError(f'"{what}" is not valid Unicode: {value[:40]!r}') from None
+
+
+def _only(data: Mapping[str, object], allowed: set[str]) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}")
+
+
+def _importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f'"importance" must be a number, got {value!r}')
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError(f'"importance" must be a finite number > 0, got {value!r}')
+    return x
+
+
+def _at(value: object, last_at: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOW_MS:
+        raise ValueError(f'"at" must be whole ms since the epoch (0..{MAX_NOW_MS}), got {value!r}')
+    if last_at is not None and value < last_at:
+        raise ValueError(f'"at" {value} is before the previous line\'s {last_at}')
+    return value
+
+
+def _flag(data: Mapping[str, object], name: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ValueError(f'"{name}" must be true or false, got {value!r}')
+    return value
