@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import math
 import threading
 import time
@@ -21,16 +22,20 @@ from typing import cast
 
 import pytest
 import redis
+import redis.asyncio.cluster
 import redis.cluster
+from click.testing import CliRunner
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError
 
 import tests.test_rules
-from memevict import Item, MemoryStore, Policy
+from memevict import AsyncMemoryStore, Item, MemoryStore, Policy
+from memevict.cli import main
 from memevict.registry import MODES, Mode
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.cluster import KINDS, Cluster, shared
 from tests.conftest import StoreFactory
+from tests.test_async import AwaitedStore
 from tests.test_rules import *  # noqa: F403 (the scenario suite, collected again here)
 
 T0 = 1_700_000_000_000
@@ -60,12 +65,33 @@ def mode(request: pytest.FixtureRequest) -> Mode:
     return cast(Mode, request.param)
 
 
-@pytest.fixture
-def make_store(client: redis.cluster.RedisCluster, mode: Mode) -> StoreFactory:
-    def make(namespace: str = "t", **policy: float) -> MemoryStore:
-        return MemoryStore(client, namespace, Policy(**policy), mode=mode)  # type: ignore[arg-type]
+@pytest.fixture(params=("sync", "async"))
+def make_store(
+    request: pytest.FixtureRequest, cluster: Cluster, client: redis.cluster.RedisCluster, mode: Mode
+) -> Iterator[StoreFactory]:
+    """MemoryStore on the cluster client, or AsyncMemoryStore on the asyncio
+    cluster client (each call run to completion on one event loop)."""
+    if request.param == "sync":
 
-    return make
+        def make(namespace: str = "t", **policy: float) -> MemoryStore:
+            return MemoryStore(client, namespace, Policy(**policy), mode=mode)  # type: ignore[arg-type]
+
+        yield make
+        return
+    loop = asyncio.new_event_loop()
+    opened: list[redis.asyncio.cluster.RedisCluster] = []
+
+    def make_async(namespace: str = "t", **policy: float) -> MemoryStore:
+        aclient = cluster.async_client()
+        opened.append(aclient)
+        store = AsyncMemoryStore(aclient, namespace, Policy(**policy), mode=mode)  # type: ignore[arg-type]
+        loop.run_until_complete(store._opened())
+        return cast(MemoryStore, AwaitedStore(store, loop))
+
+    yield make_async
+    for aclient in opened:
+        loop.run_until_complete(aclient.aclose())
+    loop.close()
 
 
 # The rule suite really runs here, on the cluster fixtures.
@@ -100,7 +126,8 @@ def test_the_rule_suite_is_collected_on_the_cluster_fixtures(
 
 def test_the_store_sees_a_cluster_client(make_store: StoreFactory, cluster: Cluster) -> None:
     store = make_store("seen")
-    assert isinstance(store.client, redis.cluster.RedisCluster)
+    cluster_clients = (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)
+    assert isinstance(store.client, cluster_clients)
     store.remember("a", 1.0, now=T0)
     owner = cluster.owner(cluster.keyslot(key_name("seen", "meta")))
     assert cluster.node(owner).hexists(key_name("seen", "meta"), "a")
@@ -520,3 +547,23 @@ def test_writes_ride_out_a_slot_migration(
     assert {"marked", "batch", "moved"} & set(started)
     assert alike(stores[0].top(100, now=NOW + 60 * S), stores[1].top(100, now=NOW + 60 * S))
     assert stores[0].stats(now=NOW + 60 * S) == stores[1].stats(now=NOW + 60 * S)
+
+
+def test_load_reaches_every_node(cluster: Cluster, client: redis.cluster.RedisCluster) -> None:
+    """`memevict load` given one node's URL loads every node CLUSTER NODES lists."""
+    nodes = [cluster.node(i) for i in range(cluster.size)]
+    for node in nodes:
+        node.script_flush()
+        node.function_flush()
+    url = f"redis://127.0.0.1:{cluster.nodes[1].port}/0"
+    result = CliRunner().invoke(main, ["--url", url, "load", "--json"])
+    assert result.exit_code == 0, result.output
+    loaded = json.loads(result.output)
+    assert sorted(n["address"] for n in loaded["nodes"]) == sorted(
+        f"127.0.0.1:{server.port}" for server in cluster.nodes
+    )
+    shas = [spec.sha for spec in specs().values()]
+    assert all(all(node.script_exists(*shas)) for node in nodes)
+    result = CliRunner().invoke(main, ["--url", url, "load", "--functions"])
+    assert result.exit_code == 0, result.output
+    assert all(node.function_list(library="memevict") for node in nodes)

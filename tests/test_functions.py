@@ -20,7 +20,6 @@ from memevict import MemevictError, MemoryStore, NotLoaded, Policy, ReadOnly
 from memevict.functions import LIBRARY, VERSION_FUNCTION, function_name, library
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.servers import Server
-from tests.test_loader import CountingConnection
 
 # Every scenario of tests/test_rules.py, collected again here with this
 # module's make_store: each one now runs through FCALL.
@@ -66,34 +65,6 @@ def dict_of(reply: Any) -> dict[str, Any]:
     if isinstance(reply, dict):
         return {text(k): v for k, v in reply.items()}
     return {text(k): v for k, v in zip(reply[::2], reply[1::2], strict=True)}
-
-
-def test_each_method_is_one_fcall(server: Server) -> None:
-    pool = redis.ConnectionPool(
-        host="127.0.0.1", port=server.port, connection_class=CountingConnection
-    )
-    client = redis.Redis(connection_pool=pool)
-    client.flushall()
-    store = MemoryStore(client, "rt", Policy(max_hot=2, protect_s=0), mode="functions")
-    calls: list[tuple[str, Callable[[], object]]] = [
-        ("FCALL", lambda: store.remember("a", 1.0, text="x", now=T0)),
-        ("FCALL", lambda: store.remember_many([("b", 2.0), ("c", 3.0)], now=T0)),
-        ("FCALL", lambda: store.touch("b", now=T0)),
-        ("FCALL", lambda: store.decay(0.9)),
-        ("FCALL", lambda: store.evict(now=T0)),
-        ("FCALL", lambda: store.whitelist("b", now=T0)),
-        ("FCALL", lambda: store.demote("b", now=T0)),
-        ("FCALL", lambda: store.recall("a", now=T0)),
-        ("FCALL_RO", lambda: store.get("a", now=T0)),
-        ("FCALL_RO", lambda: store.top(5, now=T0)),
-        ("FCALL_RO", lambda: store.stats(now=T0)),
-        ("FCALL", lambda: store.forget("a")),
-    ]
-    for command, call in calls:
-        CountingConnection.commands.clear()
-        call()
-        assert CountingConnection.commands == [command]
-    client.close()
 
 
 OPS = ("remember", "remember", "many", "touch", "decay", "evict", "whitelist", "demote")

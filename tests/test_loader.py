@@ -17,6 +17,7 @@ from redis.connection import Connection
 from redis.retry import Retry
 
 from memevict import MemoryStore, Policy
+from memevict.registry import Mode
 from memevict.scripts import lua_root, specs
 from tests.servers import Server
 
@@ -59,29 +60,34 @@ class CountingConnection(Connection):
         super().send_command(*args, **kwargs)
 
 
-def test_every_method_is_one_round_trip(server: Server) -> None:
+@pytest.mark.parametrize("mode", ["scripts", "functions"])
+def test_every_method_is_one_round_trip(server: Server, mode: Mode) -> None:
     pool = redis.ConnectionPool(
         host="127.0.0.1", port=server.port, connection_class=CountingConnection
     )
     client = redis.Redis(connection_pool=pool)
     client.flushall()
-    store = MemoryStore(client, "rt", Policy(max_hot=2, protect_s=0))
+    store = MemoryStore(client, "rt", Policy(max_hot=2, protect_s=0), mode=mode)
     store.registry.load()
-    # Read-only scripts go out as EVALSHA_RO, so replicas and read-only users serve them.
+    # Read-only scripts go out as EVALSHA_RO (FCALL_RO), so replicas and
+    # read-only users serve them.
+    write, read = ("EVALSHA", "EVALSHA_RO") if mode == "scripts" else ("FCALL", "FCALL_RO")
     calls: list[tuple[str, Callable[[], object]]] = [
-        ("EVALSHA", lambda: store.remember("a", 1.0, text="x", now=T0)),
-        ("EVALSHA", lambda: store.remember("b", 2.0, now=T0)),
-        ("EVALSHA", lambda: store.remember("c", 3.0, whitelist=True, now=T0)),
-        ("EVALSHA", lambda: store.touch("b", now=T0)),
-        ("EVALSHA", lambda: store.decay(0.9)),
-        ("EVALSHA", lambda: store.evict(now=T0)),
-        ("EVALSHA", lambda: store.whitelist("b", now=T0)),
-        ("EVALSHA", lambda: store.demote("b", now=T0)),
-        ("EVALSHA", lambda: store.recall("a", now=T0)),
-        ("EVALSHA_RO", lambda: store.get("a", now=T0)),
-        ("EVALSHA_RO", lambda: store.top(5, now=T0)),
-        ("EVALSHA_RO", lambda: store.stats(now=T0)),
-        ("EVALSHA", lambda: store.forget("a")),
+        (write, lambda: store.remember("a", 1.0, text="x", now=T0)),
+        (write, lambda: store.remember("b", 2.0, now=T0)),
+        (write, lambda: store.remember("c", 3.0, whitelist=True, now=T0)),
+        (write, lambda: store.remember_many([("d", 2.0), ("e", 3.0)], now=T0)),
+        (write, lambda: store.touch("b", now=T0)),
+        (write, lambda: store.decay(0.9)),
+        (write, lambda: store.evict(now=T0)),
+        (write, lambda: store.whitelist("b", now=T0)),
+        (write, lambda: store.demote("b", now=T0)),
+        (write, lambda: store.recall("a", now=T0)),
+        (read, lambda: store.get("a", now=T0)),
+        (read, lambda: store.top(5, now=T0)),
+        (read, lambda: store.stats(now=T0)),
+        (write, lambda: store.forget("a")),
+        (write, lambda: store.set_policy(Policy(max_hot=3, protect_s=0), now=T0)),
     ]
     for command, call in calls:
         CountingConnection.commands.clear()

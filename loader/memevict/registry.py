@@ -261,10 +261,17 @@ class AsyncScriptRegistry:
         except ResponseError as error:
             raise from_response(error) from None
 
+    async def _routable(self) -> None:
+        """An asyncio cluster client reads the slot map on its first command;
+        routing an FCALL by hand needs it before."""
+        if self.mode == "functions" and isinstance(self._client, AsyncRedisCluster):
+            await self._client.initialize()  # once; then it returns at once
+
     async def ensure_library(self, key: str) -> None:
         """As ScriptRegistry.ensure_library."""
         if self.mode != "functions":
             return
+        await self._routable()
         ask = version_invocation(self._client, key)
         try:
             current = library_current(await self._execute(*ask.command, **ask.route))
@@ -279,6 +286,7 @@ class AsyncScriptRegistry:
         await self.load()
 
     async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+        await self._routable()
         waits = pauses(self.migration_wait_s)
         while True:
             try:
