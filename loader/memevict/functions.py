@@ -1,13 +1,19 @@
 """The scripts as one Redis Functions library, generated from the same Lua files.
 
 ``FUNCTION LOAD`` takes a library whose functions receive ``(keys, args)``
-instead of the globals ``KEYS`` and ``ARGV``. Each script's text, exactly as
-it is sent as a script (header tables and inlined helpers included), becomes
-the body of ``local function <name>(KEYS, ARGV)``, registered as
-``memevict_<name>`` (with the ``no-writes`` flag for the read-only scripts),
-so the two modes run the same code. Function names are global on a server,
-hence the prefix. ``memevict_version`` returns the library's version (a hash
-of its text): a store compares it once and loads the library when it differs.
+instead of the globals ``KEYS`` and ``ARGV``. The library defines the helper
+files (lua/lib) once, when it loads, rather than on every call as a script
+must; then one ``local function`` per script, registered as
+``memevict_<name>`` (``no-writes`` for the read-only ones). Each function binds
+what the helpers and the body read, exactly as the script's preamble does
+(KEYS, ARGV, the header tables), then runs the script's body unchanged, so the
+two modes run the same code. Function names are global on a server, hence the
+prefix. ``memevict_version`` returns the library's version (a hash of its
+text): a store compares it once and loads the library when it differs.
+
+One line differs: lib/args.lua binds ``rcall = redis.call`` when it runs, and
+``redis.call`` does not exist while a library loads, so here each function
+binds it on entry.
 """
 
 from __future__ import annotations
@@ -16,10 +22,11 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from memevict.scripts import specs
+from memevict.scripts import PREAMBLE_NAMES, helpers_text, specs
 
 LIBRARY = "memevict"
 VERSION_FUNCTION = "memevict_version"
+RCALL = "local rcall = redis.call"  # the first statement of lib/args.lua
 
 
 def function_name(script: str) -> str:
@@ -36,15 +43,22 @@ class Library:
 @functools.cache
 def library() -> Library:
     """The library for every script in the installed package."""
-    parts: list[str] = []
+    scripts = sorted(specs().items())
+    includes = list(dict.fromkeys(path for _, spec in scripts for path in spec.includes))
+    helpers = helpers_text(includes)
+    if helpers.count(RCALL) != 1:
+        raise RuntimeError(f"lib/args.lua must bind {RCALL!r} exactly once")
+    helpers = helpers.replace(RCALL, "local rcall -- bound by each function on entry", 1)
+    parts = [f"local KEYS, ARGV, {', '.join(PREAMBLE_NAMES)}", helpers]
     names: list[str] = []
-    for name, spec in sorted(specs().items()):
-        body = spec.source.split("\n", 1)[1]  # without the #!lua shebang
+    for name, spec in scripts:
         flags = "{'no-writes'}" if spec.read_only else "{}"
         names.append(function_name(name))
         parts += [
-            f"local function script_{name}(KEYS, ARGV)",
-            body.rstrip("\n"),
+            f"local function script_{name}(keys, args)",
+            "KEYS, ARGV, rcall = keys, args, redis.call",
+            *spec.preamble,
+            spec.body.strip("\n"),
             "end",
             f"redis.register_function{{function_name = '{function_name(name)}', "
             f"callback = script_{name}, flags = {flags}}}",

@@ -43,6 +43,18 @@ _LUA_CALL = re.compile(
     r"""\b(?:rcall|redis\.p?call|typed_read|each_chunk)\(\s*['"]([A-Za-z]+)['"]"""
 )
 _KEY_TYPES = ("hash", "zset", "string")
+# The names the preamble of every script assigns, in order.
+PREAMBLE_NAMES = (
+    "SCRIPT",
+    "NKEYS",
+    "NARGS",
+    "GROUP",
+    "KEY",
+    "KEY_ROLE",
+    "KEY_TYPE",
+    "ARG",
+    "COMMANDS",
+)
 # The receipt key of a write is <prefix>call:<call id> (lib/receipts.lua).
 RECEIPT = "receipt"
 CONFIGURE = "configure"
@@ -66,6 +78,12 @@ class ScriptSpec:
     read_only: bool
     commands: tuple[str, ...]  # every command the script may call, lowercase
     group: int = 0  # > 0: the last ARGV repeats in groups of this many values
+    # The parts source is made of, for the functions library: the header
+    # tables as assignments (PREAMBLE_NAMES), the body without its
+    # --@include lines, and the helper files it includes.
+    preamble: tuple[str, ...] = ()
+    body: str = ""
+    includes: tuple[str, ...] = ()
 
     def key_names(self, namespace: str, call: str = "") -> list[str]:
         """The KEYS of this script for a namespace, in header order; a write
@@ -120,6 +138,12 @@ def _inline(text: str, root: Traversable, seen: set[str], stack: tuple[str, ...]
     return "\n".join(out)
 
 
+def helpers_text(paths: Sequence[str]) -> str:
+    """The helper files (``lib/x.lua``) inlined once each, in order, as a
+    script's --@include lines would inline them."""
+    return _inline("\n".join(f"--@include {path}" for path in paths), lua_root(), set(), ())
+
+
 def _declarations(lines: Sequence[str], kind: str) -> list[tuple[str, str]]:
     found: dict[int, tuple[str, str]] = {}
     for line in lines:
@@ -158,21 +182,25 @@ def parse(
         if match:
             errors = tuple(code.strip() for code in match.group(1).split(","))
     group = next((int(m.group(1)) for line in header if (m := _GROUP.match(line))), 0)
+    # The tables the body reads, as assignments: local in a script, upvalues
+    # of the library in functions mode (memevict/functions.py).
     preamble = [
-        f"local SCRIPT, NKEYS, NARGS, GROUP = '{name}', {len(keys)}, {len(args)}, {group}",
-        "local KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
-        "local KEY_ROLE = {" + ", ".join(f"'{r}'" for r, _ in keys) + "}",
-        "local KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",
-        "local ARG = {" + ", ".join(f"{a} = ARGV[{i}]" for i, (a, _) in enumerate(args, 1)) + "}",
+        f"SCRIPT, NKEYS, NARGS, GROUP = '{name}', {len(keys)}, {len(args)}, {group}",
+        "KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
+        "KEY_ROLE = {" + ", ".join(f"'{r}'" for r, _ in keys) + "}",
+        "KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",
+        "ARG = {" + ", ".join(f"{a} = ARGV[{i}]" for i, (a, _) in enumerate(args, 1)) + "}",
     ]
-    body = _inline("\n".join(lines[header_end:]), root, set(), ())
+    body_lines = lines[header_end:]
+    includes = tuple(m.group(1) for line in body_lines if (m := _INCLUDE.match(line)))
+    body = _inline("\n".join(body_lines), root, set(), ())
     # The commands the body may call (helpers inlined whole, so a superset).
     commands = tuple(sorted({c.lower() for c in _LUA_CALL.findall(body)}))
     read_only = "no-writes" in lines[0]
     if asked is None:
         asked = commands if read_only else ()
-    preamble.append("local COMMANDS = {" + ", ".join(f"'{c}'" for c in asked) + "}")
-    source = "\n".join([*lines[:header_end], *preamble, body]) + "\n"
+    preamble.append("COMMANDS = {" + ", ".join(f"'{c}'" for c in asked) + "}")
+    source = "\n".join([*lines[:header_end], *(f"local {a}" for a in preamble), body]) + "\n"
     return ScriptSpec(
         name=name,
         source=source,
@@ -184,6 +212,9 @@ def parse(
         read_only=read_only,
         commands=commands,
         group=group,
+        preamble=tuple(preamble),
+        body="\n".join(line for line in body_lines if not _INCLUDE.match(line)),
+        includes=includes,
     )
 
 

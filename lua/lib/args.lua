@@ -2,7 +2,7 @@
 -- ARG, SCRIPT, NKEYS and NARGS from the script's header before this file.
 -- Every check raises a typed error (first word = code) and runs before the
 -- script's first write, so a rejected call changes nothing.
-local rcall = redis.call
+local rcall = redis.call -- in the functions library each function binds it (memevict/functions.py)
 
 local function fail(code, detail)
   error(redis.error_reply(code .. ' ' .. detail))
