@@ -35,27 +35,26 @@
 
 check_layout()
 local now = arg_now(ARG.now)
-local items = {}
+-- The items' arguments, one array per field (a table per item costs more).
+local ids, imps, texts, has_texts, wls = {}, {}, {}, {}, {}
+local n = 0
 for i = 2, #ARGV, 5 do
-  items[#items + 1] = {
-    id = arg_id(ARGV[i]),
-    imp = arg_importance(ARGV[i + 1]),
-    text = ARGV[i + 2],
-    has_text = arg_flag(ARGV[i + 3], 'has_text'),
-    wl = arg_flag(ARGV[i + 4], 'whitelist'),
-  }
+  n = n + 1
+  ids[n] = arg_id(ARGV[i])
+  imps[n] = arg_importance(ARGV[i + 1])
+  texts[n] = ARGV[i + 2]
+  has_texts[n] = arg_flag(ARGV[i + 3], 'has_text')
+  wls[n] = arg_flag(ARGV[i + 4], 'whitelist')
 end
-if #items > 1000 then fail('ARITY', 'remember_many takes at most 1000 items') end
+if n > 1000 then fail('ARITY', 'remember_many takes at most 1000 items') end
 local p, st = load_policy()
 
 return once(p, function()
-  local ids = {}
-  for i, item in ipairs(items) do ids[i] = item.id end
   local raws = typed_read('HMGET', KEY.meta, unpack(ids))
   local t = read_tiers(now)
   -- Writes start here.
   expire_protection(t)
-  local seq = rcall('HINCRBY', KEY.state, 'seq', #items) - #items
+  local seq = rcall('HINCRBY', KEY.state, 'seq', n) - n
   local scores, demoted, seen = {}, {}, {}
   -- The writes of items met once and never whitelisted are sent together
   -- (one HSET / ZADD per key for the batch); an item that another item or
@@ -79,38 +78,39 @@ return once(p, function()
     values[#values + 1] = a
     values[#values + 1] = b
   end
-  for i, item in ipairs(items) do
+  for i = 1, n do
+    local id, wl = ids[i], wls[i]
     -- An id met earlier in the batch (or demoted by it) is as the batch left it.
-    local m = seen[item.id] or (raws[i] and unpack_meta(item.id, raws[i]))
-      or {id = item.id, created = now, wl = false, new = true}
-    local direct = seen[item.id] ~= nil or item.wl or m.wl
+    local m = seen[id] or (raws[i] and unpack_meta(id, raws[i]))
+      or {id = id, created = now, wl = false, new = true}
+    local direct = seen[id] ~= nil or wl or m.wl
     if direct then send_pending() end
     lift(m, t)
     m.new = false
-    m.imp = item.imp
+    m.imp = imps[i]
     m.j = jitter_at(seq + i, p)
-    m.wl = m.wl or item.wl
+    m.wl = m.wl or wl
     refresh(m, now, p)
     local key
     if direct then
       write_meta(m)
-      if item.has_text then rcall('HSET', KEY.text, item.id, item.text) end
+      if has_texts[i] then rcall('HSET', KEY.text, id, texts[i]) end
       key = place(m, now, p, st)
     else -- as write_meta, HSET text and place do
       add('meta', m.id, packed_meta(m))
-      if item.has_text then add('text', m.id, item.text) end
+      if has_texts[i] then add('text', m.id, texts[i]) end
       key = decay_key(m, p, st)
       local protected = m.till > now
       add(protected and 'fresh' or 'hot', fmt(key), m.id)
       if protected then add('prot', m.till, m.id) end
     end
-    seen[item.id] = m
-    if item.wl then
-      for _, id in ipairs(cap_whitelist(now, p, st)) do
-        demoted[#demoted + 1] = id
-        seen[id] = read_meta(id)
+    seen[id] = m
+    if wl then
+      for _, other in ipairs(cap_whitelist(now, p, st)) do
+        demoted[#demoted + 1] = other
+        seen[other] = read_meta(other)
       end
-      m, key = seen[item.id], nil
+      m, key = seen[id], nil
     end
     local ln = key and ln_decayed(key, m, now, p, st) or ln_score(m, now, p, st)
     scores[i] = fmt(reported(m, ln, p))

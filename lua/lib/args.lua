@@ -100,10 +100,8 @@ end
 -- A strict decimal number: tonumber alone accepts 'inf', 'nan', '0x1A' and
 -- surrounding spaces. Returns nil for anything else or non-finite.
 local function decimal(s)
-  if #s == 0 or #s > 64 or not string.find(s, '%d')
-      or not string.find(s, '^[+-]?%d*%.?%d*[eE]?[+-]?%d*$') then
-    return nil
-  end
+  -- (a match without digits, such as '.', '+' or 'e', tonumber refuses)
+  if #s > 64 or not string.find(s, '^[+-]?%d*%.?%d*[eE]?[+-]?%d*$') then return nil end
   local x = tonumber(s)
   if x == nil or x ~= x or x == math.huge or x == -math.huge then return nil end
   return x
