@@ -33,7 +33,7 @@ import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import redis
 import redis.asyncio
@@ -50,6 +50,7 @@ MODES: tuple[Mode, ...] = ("scripts", "functions")
 
 SyncClient = redis.Redis | RedisCluster
 AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
+C = TypeVar("C", bound=SyncClient | AsyncClient)
 
 
 MIGRATION_WAIT_S = 5.0
@@ -155,12 +156,12 @@ def not_loaded(reason: str) -> NotLoaded:
     )
 
 
-class ScriptRegistry:
-    """The package's scripts on one client (``redis.Redis`` or ``RedisCluster``)."""
+class RegistryBase(Generic[C]):
+    """What both registries hold: the scripts, the mode and the client."""
 
     def __init__(
         self,
-        client: SyncClient,
+        client: C,
         mode: Mode = "scripts",
         *,
         may_load: bool = True,
@@ -170,9 +171,13 @@ class ScriptRegistry:
         self.mode = check_mode(mode)
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
         self.migration_wait_s = check_wait(migration_wait_s)
-        self._client = client
+        self._client: C = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
         self._execute: Any = cast(Any, client).execute_command
+
+
+class ScriptRegistry(RegistryBase[SyncClient]):
+    """The package's scripts on one client (``redis.Redis`` or ``RedisCluster``)."""
 
     def load(self) -> dict[str, str]:
         """Loads every script (SCRIPT LOAD, or FUNCTION LOAD REPLACE of the
@@ -231,23 +236,8 @@ class ScriptRegistry:
         return self._execute(*call.command, **call.route)
 
 
-class AsyncScriptRegistry:
+class AsyncScriptRegistry(RegistryBase[AsyncClient]):
     """ScriptRegistry for ``redis.asyncio`` clients: the same calls, awaited."""
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        mode: Mode = "scripts",
-        *,
-        may_load: bool = True,
-        migration_wait_s: float = MIGRATION_WAIT_S,
-    ) -> None:
-        self.specs: dict[str, ScriptSpec] = dict(specs())
-        self.mode = check_mode(mode)
-        self.may_load = may_load
-        self.migration_wait_s = check_wait(migration_wait_s)
-        self._client = client
-        self._execute: Any = cast(Any, client).execute_command
 
     async def load(self) -> dict[str, str]:
         """As ScriptRegistry.load."""
