@@ -25,8 +25,8 @@ from memevict.stress import (
     Record,
     Snapshot,
     _record,
+    send_op,
     stress_policy,
-    text_for,
 )
 from tests.servers import Server
 
@@ -141,7 +141,7 @@ def test_hundreds_of_coroutines_on_one_namespace(server: Server, client: redis.R
             whitelist = op == "remember" and rng.random() < 0.15
             t0 = time.time() * 1000
             try:
-                result = await call(store, op, memory_id, importance, whitelist)
+                result = await send_op(store, op, memory_id, importance, whitelist, None)
                 r = _record(op, memory_id, importance, whitelist, None, result)
                 outcome = "ok"
             except MemevictError as error:
@@ -198,20 +198,3 @@ def test_hundreds_of_coroutines_on_one_namespace(server: Server, client: redis.R
     assert len(snapshots) >= 3
     assert checker.checks > 10_000
     assert not checker.violations, (checker.violations, checker.examples)
-
-
-async def call(
-    store: AsyncMemoryStore, op: str, memory_id: str, importance: float, whitelist: bool
-) -> object:
-    """One op of the stress mix, as MemevictTarget.call sends it, awaited."""
-    if op == "remember":
-        text = text_for(memory_id).decode("utf-8", "surrogateescape")
-        return await store.remember(memory_id, importance, text=text, whitelist=whitelist)
-    if op == "decay":
-        return await store.decay(0.95)
-    if op == "evict":
-        return await store.evict()
-    if op == "forget":
-        return await store.forget(memory_id)
-    method: Callable[..., Any] = getattr(store, op)
-    return await method(memory_id)

@@ -127,6 +127,23 @@ def text_for(memory_id: str) -> bytes:
     return memory_id.encode() + b"|\x00\xff\xfe|" + "é✓".encode() * 3
 
 
+def send_op(
+    store: Any, op: str, id: str, importance: float, whitelist: bool, now: int | None
+) -> Any:
+    """One op of the mix on a store: its result, or with an AsyncMemoryStore
+    the coroutine to await for it."""
+    if op == "remember":
+        text = text_for(id).decode("utf-8", "surrogateescape")
+        return store.remember(id, importance, text=text, whitelist=whitelist, now=now)
+    if op == "decay":
+        return store.decay(0.95)
+    if op == "evict":
+        return store.evict(now=now)
+    if op == "forget":
+        return store.forget(id)
+    return getattr(store, op)(id, now=now)
+
+
 class MemevictTarget:
     def __init__(self, client: redis.Redis, namespace: str, policy: Policy) -> None:
         self.client = client
@@ -135,20 +152,7 @@ class MemevictTarget:
         self.store.registry.load()  # snapshot() sends EVALSHA_RO inside MULTI
 
     def call(self, op: str, id: str, importance: float, whitelist: bool, now: int | None) -> Record:
-        s = self.store
-        result: Any
-        if op == "remember":
-            text = text_for(id).decode("utf-8", "surrogateescape")
-            result = s.remember(id, importance, text=text, whitelist=whitelist, now=now)
-        elif op == "decay":
-            s.decay(0.95)
-            result = None
-        elif op == "evict":
-            result = s.evict(now=now)
-        elif op == "forget":
-            result = s.forget(id)
-        else:
-            result = getattr(s, op)(id, now=now)
+        result = send_op(self.store, op, id, importance, whitelist, now)
         return _record(op, id, importance, whitelist, now, result)
 
     def tier(self, id: str) -> str | None:
