@@ -7,8 +7,9 @@
 -- whitelist_cap demotes, a lower max_hot or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy fields
--- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (jitter counter),
---   g0 and t0 (the recency clock's value and time at the last new half_life_s)
+-- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (memories
+--   remembered: the jitter counter and the activity clock), g0 and x0 (the recency
+--   clock's value and position, ms or seq, where the policy last changed)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -20,22 +21,27 @@
 -- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always stores it
 -- ARGV[2] max_hot: whole number >= 1, hot memories kept before eviction starts
 -- ARGV[3] evict_batch: whole number >= 0, extra memories evicted once eviction starts
--- ARGV[4] half_life_s: number > 0, seconds for recency to halve
--- ARGV[5] whitelist_boost: number >= 1, score multiplier of whitelisted memories
--- ARGV[6] whitelist_cap: whole number >= 0, most whitelisted memories at once
--- ARGV[7] protect_s: number >= 0, seconds a remembered or recalled memory cannot be evicted
--- ARGV[8] score_min: number >= 0, floor of reported non-whitelisted scores
--- ARGV[9] jitter: number >= 0, tie-breaking offsets lie in (0, jitter)
--- ARGV[10] cold_max: whole number >= 0, most memories in the cold tier
--- ARGV[11] retry_window_s: number >= 0, seconds a write call's receipt is kept (0: none)
--- ARGV[12] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[4] clock: 'activity' or 'wall', what recency is measured in
+-- ARGV[5] half_life_memories: number > 0, memories remembered for recency to halve
+--   (activity clock)
+-- ARGV[6] half_life_s: number > 0, seconds for recency to halve (wall clock)
+-- ARGV[7] whitelist_boost: number >= 1, score multiplier of whitelisted memories
+-- ARGV[8] whitelist_cap: whole number >= 0, most whitelisted memories at once
+-- ARGV[9] protect_s: number >= 0, seconds a remembered or recalled memory cannot be evicted
+-- ARGV[10] score_min: number >= 0, floor of reported non-whitelisted scores
+-- ARGV[11] jitter: number >= 0, tie-breaking offsets lie in (0, jitter)
+-- ARGV[12] cold_max: whole number >= 0, most memories in the cold tier
+-- ARGV[13] retry_window_s: number >= 0, seconds a write call's receipt is kept (0: none)
+-- ARGV[14] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [status, max_hot, evict_batch, half_life_s, whitelist_boost,
---   whitelist_cap, protect_s, score_min, jitter, cold_max, retry_window_s] with status one of
+-- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
+--   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
+--   retry_window_s] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced'; the fields as strings, the policy in force after the call.
---   A new half_life_s applies from now: recency already lost stays lost,
---   and from now on it halves every half_life_s. O(1): no key is rewritten.
+--   A new clock or half-life applies from now: recency already lost stays
+--   lost, and from now on it halves every new half-life of the new clock.
+--   O(1): no key is rewritten.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -66,14 +72,10 @@ if stored[1] ~= false and ARG.mode == 'init' then
 end
 
 local status = 'created'
+local g_now = 0 -- the recency clock G where the new policy takes over
 if stored[1] ~= false then
   status = 'replaced'
-  -- A new half-life changes the recency clock's slope from now on: G(now)
-  -- under the old slope becomes the new starting point. No key changes.
-  local old_p, old_st = load_policy()
-  if tonumber(given[3]) ~= old_p.half_life_s then
-    rcall('HSET', KEY.state, 'g0', fmt(clock(now, old_p, old_st)), 't0', now)
-  end
+  g_now = clock(now, load_policy())
 end
 
 local fields = {}
@@ -85,8 +87,13 @@ rcall('HSET', KEY.policy, unpack(fields))
 if rcall('HSETNX', KEY.state, 'epoch', now) == 1 then
   rcall('HSET', KEY.state, 'decay', 0, 'seq', 0)
 end
+-- A new clock or half-life starts a new piece of G at its value now, so
+-- recency already lost stays lost and no key changes (O(1)). Unchanged
+-- ones give the same G.
+local p, st = load_policy()
+st.g0, st.x0 = g_now, position(now, p, st)
+rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
 if status == 'replaced' then
-  local p, st = load_policy()
   local t = read_tiers(now)
   expire_protection(t)
   cap_whitelist(now, p, st)

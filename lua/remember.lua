@@ -55,9 +55,9 @@ return once(p, function()
   expire_protection(t)
   lift(m, t)
   m.imp = importance
-  m.j = next_jitter(p)
+  m.j = next_jitter(p, st)
   m.wl = m.wl or whitelist
-  refresh(m, now, p)
+  refresh(m, now, p, st)
   write_meta(m)
   if has_text then rcall('HSET', KEY.text, id, ARG.text) end
   local key = place(m, now, p, st)

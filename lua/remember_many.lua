@@ -88,9 +88,10 @@ return once(p, function()
     lift(m, t)
     m.new = false
     m.imp = imps[i]
-    m.j = jitter_at(seq + i, p)
+    st.seq = seq + i -- remembered in turn: one step of the activity clock each
+    m.j = jitter_at(st.seq, p)
     m.wl = m.wl or wl
-    refresh(m, now, p)
+    refresh(m, now, p, st)
     local key
     if direct then
       write_meta(m)

@@ -40,7 +40,7 @@ return once(p, function()
   local t = read_tiers(now)
   expire_protection(t)
   lift(m, t)
-  m.la = now
+  use(m, now, p, st)
   write_meta(m)
   return settle(m, place(m, now, p, st), p, st, t, {})
 end)

@@ -39,7 +39,7 @@ return once(p, function()
   local t = read_tiers(now)
   expire_protection(t)
   lift(m, t)
-  if m.cold then refresh(m, now, p) end
+  if m.cold then refresh(m, now, p, st) end
   m.wl = true
   write_meta(m)
   place(m, now, p, st)

@@ -52,6 +52,9 @@ class Mem:
     created: int
     last_access: int
     protected_until: int
+    # The namespace's count of remembers at the last access: where the
+    # memory's age starts on the activity clock (last_access on the wall clock).
+    last_seq: int = 0
     text: str | None = None
     whitelisted: bool = False
     cold: bool = False
@@ -86,6 +89,23 @@ def lowest(items: Iterable[Mem], n: int, key: Callable[[Mem], float]) -> list[Me
     return order[:n]
 
 
+@dataclass(frozen=True)
+class Era:
+    """A stretch of the namespace's history under one clock and half-life:
+    from (ms, seq), the wall time and count of remembers where it began."""
+
+    clock: str
+    half_life: float  # in ms (wall) or remembers (activity)
+    ms: int
+    seq: int
+
+
+def era(policy: Policy, ms: int, seq: int) -> Era:
+    if policy.clock == "wall":
+        return Era("wall", policy.half_life_s * 1000, ms, seq)
+    return Era("activity", policy.half_life_memories, ms, seq)
+
+
 class Model:
     """One namespace: its policy, clock state (decay sum D, jitter counter) and memories."""
 
@@ -93,14 +113,24 @@ class Model:
         self.policy = policy
         self.epoch = epoch
         self.decay_sum = 0.0  # D: running sum of ln(rate) over decay() calls
-        self.seq = 0  # remembers so far: the jitter counter
+        self.seq = 0  # remembers so far: the jitter counter and the activity clock
         self.memories: dict[str, Mem] = {}
+        self.eras = [era(policy, epoch, 0)]  # one more per set_policy
 
     # Scores
 
     def _ln_recency(self, m: Mem, now: int) -> float:
-        age_s = max(0, now - m.last_access) / 1000
-        return -math.log(2) * age_s / self.policy.half_life_s
+        """-ln 2 times the half-lives elapsed since the last access, era by
+        era, each counted on its own clock (README rule 1)."""
+        half_lives = 0.0
+        ends = [*self.eras[1:], Era("", 0, now, self.seq)]
+        for e, end in zip(self.eras, ends, strict=True):
+            if e.clock == "wall":
+                span = min(now, end.ms) - max(m.last_access, e.ms)
+            else:
+                span = min(self.seq, end.seq) - max(m.last_seq, e.seq)
+            half_lives += max(0, span) / e.half_life
+        return -math.log(2) * half_lives
 
     def ln_score(self, m: Mem, now: int) -> float:
         """ln of the unfloored score: what eviction and top() rank by."""
@@ -116,11 +146,8 @@ class Model:
         s = math.exp(self.ln_score(m, now))
         return s if m.whitelisted else max(s, self.policy.score_min)
 
-    def _whitelist_rank(self, m: Mem) -> float:
-        # ln(importance x recency) up to a constant shared by all: recency measured
-        # forwards from the epoch, so it needs no `now`.
-        ln_growth = math.log(2) * (m.last_access - self.epoch) / 1000 / self.policy.half_life_s
-        return math.log(m.importance + m.jitter) + ln_growth
+    def _whitelist_rank(self, m: Mem, now: int) -> float:
+        return math.log(m.importance + m.jitter) + self._ln_recency(m, now)
 
     # The shared rules
 
@@ -139,9 +166,14 @@ class Model:
         if not m.whitelisted:
             m.placed_at_decay = self.decay_sum
 
+    def _use(self, m: Mem, now: int) -> None:
+        """Age 0 from now, on either clock."""
+        m.last_access = now
+        m.last_seq = self.seq
+
     def _refresh(self, m: Mem, now: int) -> None:
         """As fresh as a new memory: age 0 and protected for protect_s."""
-        m.last_access = now
+        self._use(m, now)
         m.protected_until = now + round(self.policy.protect_s * 1000)
 
     def _expire_protection(self, now: int) -> None:
@@ -182,7 +214,7 @@ class Model:
         excess = len(whitelisted) - self.policy.whitelist_cap
         if excess <= 0:
             return ()
-        demoted = lowest(whitelisted, excess, self._whitelist_rank)
+        demoted = lowest(whitelisted, excess, lambda m: self._whitelist_rank(m, now))
         for m in demoted:
             m.whitelisted = False
             self._place(m, now)
@@ -222,7 +254,7 @@ class Model:
         if m is None or m.cold:
             return None
         self._expire_protection(now)
-        m.last_access = now  # protection and jitter unchanged
+        self._use(m, now)  # protection and jitter unchanged
         self._place(m, now)
         score = self.score(m, now)
         evicted, over = self._enforce(now)
@@ -269,6 +301,15 @@ class Model:
 
     def forget(self, id: str) -> bool:
         return self.memories.pop(id, None) is not None
+
+    def set_policy(self, policy: Policy, now: int) -> None:
+        """A new policy from now: a new era of the clock, then the lower caps
+        applied at once (whitelist_cap demotes, max_hot evicts)."""
+        self.policy = policy
+        self.eras.append(era(policy, now, self.seq))
+        self._expire_protection(now)
+        self._cap_whitelist(now)
+        self._enforce(now)
 
     # Read-only views
 

@@ -1,8 +1,8 @@
 """Model-based test: random operation sequences on a real store and on tests/model.py.
 
-Each example draws a small policy, then runs up to STEPS operations with an
-explicit, only-advancing clock on a small id alphabet (so operations collide
-on the same memories), applying each to the store and to the model. Every
+Each example draws a small policy (either clock), then runs up to STEPS
+operations (policy changes included) with an explicit, only-advancing clock
+on a small id alphabet (so operations collide on the same memories), applying each to the store and to the model. Every
 reply must match the model's, and after every step the whole state must too:
 every hot memory field by field and in order through top(), every cold one
 through get(), stats(), and the raw keys of the namespace (which ids exist,
@@ -50,11 +50,17 @@ rates = st.sampled_from([0.5, 0.9, 1.0]) | st.floats(0.01, 1.0)
 # (half_life_s is one) let recency outweigh importance.
 steps_ms = st.sampled_from([0, 1, 999, 1000, 2000, 60_000, 180_000]) | st.integers(0, 240_000)
 texts = st.sampled_from([None, "x", "y"])
+# Both clocks, and half-lives short enough that recency matters on each.
+clocks = st.sampled_from(["wall", "activity"])
+half_lives_s = st.sampled_from([30.0, 60.0, 600.0])
+half_lives_memories = st.sampled_from([1.0, 2.0, 5.0])
 policies = st.builds(
     Policy,
     max_hot=st.integers(2, 4),
     evict_batch=st.integers(0, 1),
-    half_life_s=st.just(60.0),
+    clock=clocks,
+    half_life_memories=half_lives_memories,
+    half_life_s=half_lives_s,
     whitelist_boost=st.sampled_from([1.0, 10.0]),
     whitelist_cap=st.integers(0, 2),
     protect_s=st.sampled_from([0.0, 1.0, 2.0]),
@@ -214,6 +220,37 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
         def forget(self, data: st.DataObject) -> None:
             id = self.pick(data, lambda m: True)
             assert self.store.forget(id) == self.model.forget(id)
+
+        # A new clock or half-life (and lower caps) from now on: recency already
+        # lost stays lost for every memory, in scores, eviction and demotion.
+        @rule(
+            clock=clocks,
+            half_life_s=half_lives_s,
+            half_life_memories=half_lives_memories,
+            max_hot=st.integers(2, 4),
+            whitelist_cap=st.integers(0, 2),
+        )
+        def set_policy(
+            self,
+            clock: str,
+            half_life_s: float,
+            half_life_memories: float,
+            max_hot: int,
+            whitelist_cap: int,
+        ) -> None:
+            policy = dataclasses.replace(
+                self.model.policy,
+                clock=clock,
+                half_life_s=half_life_s,
+                half_life_memories=half_life_memories,
+                max_hot=max_hot,
+                whitelist_cap=whitelist_cap,
+            )
+            try:
+                self.model.set_policy(policy, self.now)
+            except NearTie:
+                reject()
+            assert self.store.set_policy(policy, now=self.now) == policy
 
         @rule(k=st.integers(0, 4))
         def top_k(self, k: int) -> None:

@@ -8,10 +8,14 @@ from dataclasses import asdict, dataclass, fields
 
 from memevict.errors import BadPolicy
 
-# (lowest allowed, whether the lowest itself is excluded); mirrors POLICY in lua/lib/policy.lua.
+# What recency is measured in (mirrors the 'word' field of POLICY in lua/lib/policy.lua).
+CLOCKS = ("activity", "wall")
+# Numbers: (lowest allowed, whether the lowest itself is excluded); mirrors POLICY in
+# lua/lib/policy.lua.
 _RANGES: Mapping[str, tuple[float, bool]] = {
     "max_hot": (1, False),
     "evict_batch": (0, False),
+    "half_life_memories": (0, True),
     "half_life_s": (0, True),
     "whitelist_boost": (1, False),
     "whitelist_cap": (0, False),
@@ -29,7 +33,11 @@ class Policy:
 
     max_hot: hot memories kept before eviction starts.
     evict_batch: extra memories evicted once eviction starts.
-    half_life_s: seconds for a memory's recency to halve.
+    clock: what recency is measured in: "activity", memories remembered in the
+        namespace since (a namespace nobody writes to does not age), or "wall",
+        the server's time.
+    half_life_memories: memories remembered for a memory's recency to halve (activity clock).
+    half_life_s: seconds for a memory's recency to halve (wall clock).
     whitelist_boost: score multiplier of whitelisted memories.
     whitelist_cap: most whitelisted memories at once; past it the lowest are demoted.
     protect_s: seconds a remembered or recalled memory cannot be evicted.
@@ -42,6 +50,8 @@ class Policy:
 
     max_hot: int = 100
     evict_batch: int = 0
+    clock: str = "wall"
+    half_life_memories: float = 1000.0
     half_life_s: float = 1800.0
     whitelist_boost: float = 10.0
     whitelist_cap: int = 20
@@ -52,7 +62,11 @@ class Policy:
     retry_window_s: float = 60.0
 
     def __post_init__(self) -> None:
+        if self.clock not in CLOCKS:
+            raise BadPolicy(f"clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
         for field in fields(self):
+            if field.name == "clock":
+                continue
             value = getattr(self, field.name)
             lowest, exclusive = _RANGES[field.name]
             whole = field.type == "int"
@@ -66,13 +80,17 @@ class Policy:
 
     def to_args(self) -> dict[str, str]:
         """The fields as script arguments, by name."""
-        return {name: repr(value) for name, value in asdict(self).items()}
+        return {
+            name: value if isinstance(value, str) else repr(value)
+            for name, value in asdict(self).items()
+        }
 
     @classmethod
     def from_strings(cls, values: Mapping[str, str]) -> Policy:
         """A policy from its fields as stored in Redis."""
-        kwargs: dict[str, int | float] = {}
+        kwargs: dict[str, int | float | str] = {}
         for field in fields(cls):
             raw = values[field.name]
-            kwargs[field.name] = int(raw) if field.type == "int" else float(raw)
+            kinds = {"int": int, "float": float, "str": str}
+            kwargs[field.name] = kinds[str(field.type)](raw)
         return cls(**kwargs)  # type: ignore[arg-type]

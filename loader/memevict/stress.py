@@ -38,7 +38,7 @@ OPS = ("remember", "touch", "decay", "evict", "whitelist", "demote", "recall", "
 WEIGHTS = (40, 12, 4, 8, 9, 9, 10, 8)
 IMPORTANCES = (1.0, 3.0, 5.0, 7.0, 8.0, 10.0)  # the seed article's categories
 CRITICAL = 10.0
-META = struct.Struct("<dddddB")
+META = struct.Struct("<ddddddB")  # lib/memory.lua META
 SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
 
 
@@ -182,7 +182,9 @@ class MemevictTarget:
             prot=_scores(prot),
             meta=_fields(meta),
             text=_fields(text),
-            importance={k: META.unpack(v)[0] for k, v in _fields(meta).items() if len(v) == 41},
+            importance={
+                k: META.unpack(v)[0] for k, v in _fields(meta).items() if len(v) == META.size
+            },
             stats=tuple(int(x) for x in stats),  # type: ignore[arg-type]
             stats_now=stats_now,
         )
@@ -376,7 +378,7 @@ class Checker:
         if len(raw) != META.size:
             self.expect(False, "metadata corrupt", memory_id)
             return
-        imp, j, _created, _la, till, flags = META.unpack(raw)
+        imp, j, _created, _la, till, _g, flags = META.unpack(raw)
         known = self.importances is None or imp in self.importances
         self.expect(
             known and 0 < j < self.policy.jitter,

@@ -1,8 +1,9 @@
 -- Memories, their indexes and the eviction rules, shared by the scripts.
 --
 -- Layout (every key of a namespace carries the hash tag {namespace}):
---   meta   hash  id -> struct '<dddddB': importance, jitter, created ms,
---                 last access ms, protected-until ms, flags (1 cold, 2 whitelisted)
+--   meta   hash  id -> struct '<ddddddB': importance, jitter, created ms,
+--                 last access ms, protected-until ms, G at the last access,
+--                 flags (1 cold, 2 whitelisted)
 --   text   hash  id -> text (only for memories stored with text)
 --   hot    zset  evictable hot memories (not whitelisted, not protected), by decay key
 --   fresh  zset  protected hot memories that are not whitelisted, by decay key
@@ -11,24 +12,28 @@
 --   cold   zset  cold memories, by last use ms (least recently used first)
 --
 -- Forward decay: a non-whitelisted memory's score at time t is
---   (importance + jitter) * 0.5^(age / half_life_s) * (decay ticks since last access)
--- (a whitelisted one's is importance * whitelist_boost + jitter; jitter < 1 times
--- recency and ticks stays below policy.jitter either way)
+--   (importance + jitter) * recency * (decay ticks since last access)
+-- with recency = exp(-(G(t) - G(last access))), G the recency clock (wall or
+-- activity, see load_policy in lib/policy.lua). (A whitelisted memory's score
+-- is importance * whitelist_boost + jitter; jitter < 1 times recency and
+-- ticks stays below policy.jitter either way.)
 -- Its logarithm splits into a per-memory part fixed at the last access,
 --   decay key = ln(importance + jitter) + G(last_access) - D(last_access)
--- and a part shared by the whole namespace, -G(t) + D(t), where G(t) =
--- lambda * (t - epoch) is the recency clock (see clock below) and
--- D is the running sum of ln(rate) over decay() ticks. Ordering by the decay
--- key is ordering by score at any t, so decay() only adds to D and time only
--- moves t: neither rewrites a single key. Whitelisted memories do not decay,
--- so they live apart, ranked for demotion by importance x recency
+-- and a part shared by the whole namespace, -G(t) + D(t), where D is the
+-- running sum of ln(rate) over decay() ticks. Ordering by the decay key is
+-- ordering by score at any t, so decay() only adds to D and time only moves
+-- t: neither rewrites a single key. Whitelisted memories do not decay, so
+-- they live apart, ranked for demotion by importance x recency
 -- (whitelist key = ln(importance + jitter) + G(last_access)).
-local META = '<dddddB'
+-- G(last access) is stored with each memory (m.g), never recomputed from the
+-- last access time: after a change of clock or half-life, recency already
+-- lost stays lost for every memory, in every score and index.
+local META = '<ddddddB'
 local CHUNK = 1000 -- stay under Lua's unpack() stack limit
 
 local function unpack_meta(id, raw)
-  local imp, j, created, la, till, flags = struct.unpack(META, raw)
-  return {id = id, imp = imp, j = j, created = created, la = la, till = till,
+  local imp, j, created, la, till, g, flags = struct.unpack(META, raw)
+  return {id = id, imp = imp, j = j, created = created, la = la, till = till, g = g,
     cold = flags % 2 == 1, wl = flags >= 2}
 end
 
@@ -41,7 +46,7 @@ end
 
 local function packed_meta(m)
   local flags = (m.cold and 1 or 0) + (m.wl and 2 or 0)
-  return struct.pack(META, m.imp, m.j, m.created, m.la, m.till, flags)
+  return struct.pack(META, m.imp, m.j, m.created, m.la, m.till, m.g, flags)
 end
 
 local function write_meta(m)
@@ -55,33 +60,39 @@ local function each_chunk(cmd, key, ids)
   end
 end
 
--- The namespace's recency clock G(t): lambda * seconds since the epoch,
--- where lambda = ln 2 / half_life_s. A new half-life changes the slope from
--- the moment it is set (configure stores G there as g0 at time t0), so no
--- stored key is rewritten.
-local function clock(t, p, st)
-  return st.g0 + p.lambda * (t - st.t0) / 1000
+-- Where the namespace's clock stands in this call: ms for the wall clock,
+-- memories remembered so far (st.seq) for the activity clock.
+local function position(now, p, st)
+  if p.activity then return st.seq end
+  return now
+end
+
+-- The recency clock G now. A new clock or half-life starts a new piece of it
+-- where the last one stood (configure stores g0 and x0), so no stored key is
+-- rewritten.
+local function clock(now, p, st)
+  return st.g0 + p.lambda * (position(now, p, st) - st.x0)
 end
 
 local function decay_key(m, p, st)
-  return math.log(m.imp + m.j) + clock(m.la, p, st) - st.decay
+  return math.log(m.imp + m.j) + m.g - st.decay
 end
 
-local function whitelist_key(m, p, st)
-  return math.log(m.imp + m.j) + clock(m.la, p, st)
+local function whitelist_key(m)
+  return math.log(m.imp + m.j) + m.g
 end
 
 -- ln of a non-whitelisted hot memory's unfloored score at now, from its decay
--- key. A `now` before the last access (explicit times) counts as age 0.
+-- key. A clock before the last access (explicit times) counts as age 0.
 local function ln_decayed(key, m, now, p, st)
-  return key - clock(math.max(now, m.la), p, st) + st.decay
+  return key - math.max(clock(now, p, st), m.g) + st.decay
 end
 
 -- ln of any memory's unfloored score at now. Cold memories keep decaying with
 -- time but take no decay() ticks, which apply to hot memories only.
 local function ln_score(m, now, p, st)
   if m.cold then
-    return math.log(m.imp + m.j) - (clock(math.max(now, m.la), p, st) - clock(m.la, p, st))
+    return math.log(m.imp + m.j) - math.max(0, clock(now, p, st) - m.g)
   end
   if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
   local key = rcall('ZSCORE', KEY.fresh, m.id) or rcall('ZSCORE', KEY.hot, m.id)
@@ -106,8 +117,10 @@ local function jitter_at(n, p)
   return p.jitter * (h + 0.5) / 4294967296
 end
 
-local function next_jitter(p)
-  return jitter_at(rcall('HINCRBY', KEY.state, 'seq', 1), p)
+-- The next remember: one more memory remembered on the activity clock.
+local function next_jitter(p, st)
+  st.seq = rcall('HINCRBY', KEY.state, 'seq', 1)
+  return jitter_at(st.seq, p)
 end
 
 -- What every script that moves memories reads before its first write: the
@@ -166,7 +179,7 @@ local function place(m, now, p, st)
   local protected = m.till > now
   local key
   if m.wl then
-    rcall('ZADD', KEY.wl, fmt(whitelist_key(m, p, st)), m.id)
+    rcall('ZADD', KEY.wl, fmt(whitelist_key(m)), m.id)
   else
     key = decay_key(m, p, st)
     rcall('ZADD', protected and KEY.fresh or KEY.hot, fmt(key), m.id)
@@ -189,10 +202,17 @@ local function lift(m, t)
   end
 end
 
+-- Marks memory m used now: age 0 on the recency clock (an explicit now
+-- behind its last use does not take its clock back).
+local function use(m, now, p, st)
+  m.la = now
+  m.g = math.max(m.g or -math.huge, clock(now, p, st))
+end
+
 -- Makes a memory as fresh as a new one (remember, recall): hot, protected,
 -- its age and accumulated decay ticks started again.
-local function refresh(m, now, p)
-  m.la = now
+local function refresh(m, now, p, st)
+  use(m, now, p, st)
   m.till = now + p.protect_s * 1000
   m.cold = false
 end

@@ -2,10 +2,13 @@
 -- Both hashes are written by configure; every other script only reads them.
 
 -- Policy fields in ARGV order for configure and reply order everywhere.
--- kind 'int' fields are whole numbers; 'num' fields are finite decimals.
+-- kind 'int' fields are whole numbers; 'num' fields are finite decimals;
+-- 'word' fields one of the listed words.
 local POLICY = {
   {'max_hot', 'int', 1},
   {'evict_batch', 'int', 0},
+  {'clock', 'word', {'activity', 'wall'}},
+  {'half_life_memories', 'num', 0, 'exclusive'},
   {'half_life_s', 'num', 0, 'exclusive'},
   {'whitelist_boost', 'num', 1},
   {'whitelist_cap', 'int', 0},
@@ -20,6 +23,13 @@ local MAX_INT = 9007199254740992 -- 2^53
 -- Parses one policy value; nil and a reason when it is out of range.
 local function policy_value(field, s)
   local name, kind, lo, exclusive = field[1], field[2], field[3], field[4]
+  if kind == 'word' then
+    for _, word in ipairs(lo) do
+      if s == word then return s end
+    end
+    return nil, name .. ' must be one of ' .. table.concat(lo, ', ') .. ', got ' ..
+      string.sub(s, 1, 64)
+  end
   local x
   if kind == 'int' then x = whole(s, lo, MAX_INT) else x = decimal(s) end
   if x == nil or x < lo or (exclusive and x == lo) then
@@ -36,20 +46,32 @@ local function policy_names()
   return names
 end
 
+-- The recency clock G measures age in half-lives times ln 2, so recency =
+-- exp(-(G(now) - G(last access))). It runs on one of two clocks:
+--   wall      G advances with the server's time: halves every half_life_s
+--   activity  G advances with every memory remembered in the namespace (the
+--             seq counter): halves every half_life_memories, and stands
+--             still while nothing is remembered
+-- G is piecewise linear: configure stores its value g0 where the clock or
+-- half-life last changed, at position x0 (ms for wall, seq for activity).
 local function load_policy()
   local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 't0')
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0')
   if raw[1] == false or state[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end
   local p = {}
-  for i, f in ipairs(POLICY) do p[f[1]] = tonumber(raw[i]) end
-  -- recency = 0.5^(age / half_life_s) = exp(-lambda * age_s)
-  p.lambda = math.log(2) / p.half_life_s
-  local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3])}
-  -- The recency clock's last change of slope (a new half_life_s); none yet:
-  -- it has run at one slope since the epoch.
-  st.g0 = tonumber(state[4]) or 0
-  st.t0 = tonumber(state[5]) or st.epoch
+  for i, f in ipairs(POLICY) do
+    p[f[1]] = f[2] == 'word' and raw[i] or tonumber(raw[i])
+  end
+  p.activity = p.clock == 'activity'
+  -- lambda: G per unit of position (a memory remembered, or a ms)
+  if p.activity then
+    p.lambda = math.log(2) / p.half_life_memories
+  else
+    p.lambda = math.log(2) / p.half_life_s / 1000
+  end
+  local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
+    g0 = tonumber(state[4]), x0 = tonumber(state[5])}
   return p, st
 end
