@@ -2,11 +2,12 @@
 
 Each example draws a small policy (either clock), then runs up to STEPS
 operations (policy changes included) with an explicit, only-advancing clock
-on a small id alphabet (so operations collide on the same memories), applying each to the store and to the model. Every
-reply must match the model's, and after every step the whole state must too:
-every hot memory field by field and in order through top(), every cold one
-through get(), stats(), and the raw keys of the namespace (which ids exist,
-each index's members, texts, the jitter counter and decay sum).
+on a small id alphabet (so operations collide on the same memories), applying
+each to the store and to the model. Every reply must match the model's, and
+after every step the whole state must too: every hot memory field by field and
+in order through top(), every cold one through get(), stats(), and the raw
+keys of the namespace (which ids exist, each index's members, texts, the
+jitter counter and decay sum).
 
 It runs once per server leg (the ``client`` fixture). MEMEVICT_MODEL_EXAMPLES
 sets the number of examples per leg, e.g. higher for a long hunt.
