@@ -46,9 +46,15 @@ def client(server: Server) -> Iterator[redis.Redis]:
 StoreFactory = Callable[..., MemoryStore]
 
 
+def scenario_policy(**fields: float) -> Policy:
+    """A policy for the rule scenarios (tests/test_rules.py), which are told in
+    wall-clock time: the wall clock unless a scenario names another."""
+    return Policy(**{"clock": "wall", **fields})  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def make_store(client: redis.Redis) -> StoreFactory:
     def make(namespace: str = "t", **policy: float) -> MemoryStore:
-        return MemoryStore(client, namespace, Policy(**policy))  # type: ignore[arg-type]
+        return MemoryStore(client, namespace, scenario_policy(**policy))
 
     return make

@@ -28,6 +28,7 @@ from memevict.stress import (
     send_op,
     stress_policy,
 )
+from tests.conftest import scenario_policy
 from tests.servers import Server
 
 # Every scenario of tests/test_rules.py, collected again here with this
@@ -66,7 +67,7 @@ def make_store(
     def make(namespace: str = "t", **policy: float) -> AwaitedStore:
         aclient = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
         opened.append(aclient)
-        store = AsyncMemoryStore(aclient, namespace, Policy(**policy))  # type: ignore[arg-type]
+        store = AsyncMemoryStore(aclient, namespace, scenario_policy(**policy))
         loop.run_until_complete(store._opened())
         return AwaitedStore(store, loop)
 

@@ -15,7 +15,7 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from memevict import MemoryStore, PermissionDenied
+from memevict import MemoryStore, PermissionDenied, Policy
 from memevict.cli import main
 from memevict.functions import library
 from memevict.scripts import specs
@@ -36,7 +36,9 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
     code, out = run(server, "get", "pw", "--now", T0, "--json")
     memory = json.loads(out)
     assert code == 0 and memory["text"] == "swordfish" and memory["tier"] == "hot"
-    assert 10 <= memory["score"] < 10.001
+    # one memory ("hi") remembered since: one step of the default activity clock
+    recency = 0.5 ** (1 / Policy().half_life_memories)
+    assert 10 * recency <= memory["score"] < 10.001 * recency
     code, out = run(server, "top", "-k", "1", "--now", T0, "--json")
     assert [m["id"] for m in json.loads(out)] == ["pw"]
     code, out = run(server, "stats", "--now", T0, "--json")
@@ -196,10 +198,12 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     out = subprocess.run(
         ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[:11] == [
+    assert out[:13] == [
         "created",
         "3",
         "0",
+        "activity",
+        "1000",
         "1800",
         "10",
         "20",
@@ -209,9 +213,9 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         "10000",
         "60",
     ]
-    score = float(out[11])
+    score = float(out[13])
     assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
-    assert out[12:15] == ["", "", "0"]  # nothing evicted, nothing demoted, over 0
-    memory = out[15:]
+    assert out[14:17] == ["", "", "0"]  # nothing evicted, nothing demoted, over 0
+    memory = out[17:]
     assert memory[0] == "pw" and memory[3] == "hot" and memory[-1] == "the password is swordfish"
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score

@@ -34,7 +34,7 @@ from memevict.cli import main
 from memevict.registry import MODES, Mode
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.cluster import KINDS, Cluster, shared
-from tests.conftest import StoreFactory
+from tests.conftest import StoreFactory, scenario_policy
 from tests.test_async import AwaitedStore
 from tests.test_rules import *  # noqa: F403 (the scenario suite, collected again here)
 
@@ -74,7 +74,7 @@ def make_store(
     if request.param == "sync":
 
         def make(namespace: str = "t", **policy: float) -> MemoryStore:
-            return MemoryStore(client, namespace, Policy(**policy), mode=mode)  # type: ignore[arg-type]
+            return MemoryStore(client, namespace, scenario_policy(**policy), mode=mode)
 
         yield make
         return
@@ -84,7 +84,7 @@ def make_store(
     def make_async(namespace: str = "t", **policy: float) -> MemoryStore:
         aclient = cluster.async_client()
         opened.append(aclient)
-        store = AsyncMemoryStore(aclient, namespace, Policy(**policy), mode=mode)  # type: ignore[arg-type]
+        store = AsyncMemoryStore(aclient, namespace, scenario_policy(**policy), mode=mode)
         loop.run_until_complete(store._opened())
         return cast(MemoryStore, AwaitedStore(store, loop))
 

@@ -19,6 +19,7 @@ import redis
 from memevict import MemevictError, MemoryStore, NotLoaded, Policy, ReadOnly
 from memevict.functions import LIBRARY, VERSION_FUNCTION, function_name, library
 from memevict.scripts import key_name, namespace_keys, specs
+from tests.conftest import scenario_policy
 from tests.servers import Server
 
 # Every scenario of tests/test_rules.py, collected again here with this
@@ -31,7 +32,7 @@ T0 = 1_700_000_000_000
 @pytest.fixture
 def make_store(client: redis.Redis) -> Callable[..., MemoryStore]:
     def make(namespace: str = "t", **policy: float) -> MemoryStore:
-        return MemoryStore(client, namespace, Policy(**policy), mode="functions")  # type: ignore[arg-type]
+        return MemoryStore(client, namespace, scenario_policy(**policy), mode="functions")
 
     return make
 

@@ -41,14 +41,15 @@ def test_the_stored_policy_governs_every_worker(client: redis.Redis) -> None:
 
 
 def test_a_new_half_life_applies_from_when_it_is_set(client: redis.Redis) -> None:
-    store = MemoryStore(client, "ns", Policy(half_life_s=1800, protect_s=0, jitter=0.0))
+    wall = Policy(clock="wall", half_life_s=1800, protect_s=0, jitter=0.0)
+    store = MemoryStore(client, "ns", wall)
     store.remember("old-high", 8.0, now=T0)
     store.remember("new-low", 3.0, now=T0 + 3600 * S)
     store.remember("wl", 1.0, whitelist=True, now=T0)
     store.decay(0.5)
     now = T0 + 3600 * S
     assert [m.id for m in store.top(3, now=now)][1:] == ["new-low", "old-high"]  # 3 vs 8/4 = 2
-    store.set_policy(Policy(half_life_s=7200, protect_s=0, jitter=0.0), now=now)
+    store.set_policy(dataclasses.replace(wall, half_life_s=7200), now=now)
     # At the change nothing moves: recency already lost stays lost...
     scores = {m.id: m.score for m in store.top(3, now=now)}
     assert scores["old-high"] == pytest.approx(8.0 * 0.5 ** (3600 / 1800) * 0.5)
@@ -65,13 +66,75 @@ def test_a_new_half_life_applies_from_when_it_is_set(client: redis.Redis) -> Non
 
 
 def test_a_new_half_life_rewrites_no_key(client: redis.Redis) -> None:
-    store = MemoryStore(client, "ns", Policy(half_life_s=1800, protect_s=0))
+    store = MemoryStore(client, "ns", Policy(clock="wall", half_life_s=1800, protect_s=0))
     for i in range(50):
         store.remember(f"m{i}", 1.0 + i, whitelist=i % 10 == 0, now=T0 + i * S)
     indexes = [key_name("ns", role) for role in ("hot", "fresh", "wl", "prot", "meta")]
     before = [client.dump(k) for k in indexes]
-    store.set_policy(Policy(half_life_s=60, protect_s=0), now=T0 + 100 * S)
+    store.set_policy(Policy(clock="wall", half_life_s=60, protect_s=0), now=T0 + 100 * S)
+    store.set_policy(Policy(half_life_memories=7, protect_s=0), now=T0 + 200 * S)
     assert [client.dump(k) for k in indexes] == before
+
+
+def test_the_activity_clock_ages_by_memories_remembered_not_by_time(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(half_life_memories=10, protect_s=0, jitter=0.0))
+    store.remember("fact", 8.0, now=T0)
+    two_weeks = T0 + 14 * 86400 * S
+    assert store.get("fact", now=two_weeks).score == pytest.approx(8.0)  # type: ignore[union-attr]
+    store.remember_many([(f"m{i}", 1.0) for i in range(10)], now=two_weeks)
+    assert store.get("fact", now=two_weeks).score == pytest.approx(4.0)  # type: ignore[union-attr]
+    store.touch("fact", now=two_weeks)  # touch remembers nothing: the clock stands still
+    store.remember("m10", 1.0, now=two_weeks)
+    assert store.get("fact", now=two_weeks).score == pytest.approx(8.0 * 0.5**0.1)  # type: ignore[union-attr]
+    # the batch's items are remembered in turn: the first is 10 memories old
+    assert store.get("m0", now=two_weeks).score == pytest.approx(0.5)  # type: ignore[union-attr]
+
+
+def test_a_clock_change_keeps_recency_already_lost_in_every_path(client: redis.Redis) -> None:
+    """Wall clock (half-life 1 h) for 2 h, then the activity clock (half-life
+    4 memories): every memory keeps the 2 half-lives it lost and halves every
+    4 memories after, hot or cold, whitelisted or not."""
+    wall = Policy(max_hot=4, clock="wall", half_life_s=3600, protect_s=0, jitter=0.0)
+    wall = dataclasses.replace(wall, whitelist_cap=2, score_min=0.0)
+    store = MemoryStore(client, "ns", wall)
+    store.remember("old", 8.0, now=T0)  # used at T0: 2 half-lives lost at the change
+    store.remember("wl-old", 4.0, whitelist=True, now=T0)
+    store.remember("cold", 1.0, now=T0)
+    store.remember("low", 1.0, now=T0 + 3600 * S)  # 1 half-life lost at the change
+    store.remember("wl-new", 3.0, whitelist=True, now=T0 + 7200 * S)  # none lost
+    # 5 memories, max_hot 4: "cold" (1 x 1/4 at T0 + 2 h) is the lowest and goes cold.
+    change = T0 + 7200 * S
+    assert store.get("cold", now=change).tier == "cold"  # type: ignore[union-attr]
+    activity = dataclasses.replace(wall, clock="activity", half_life_memories=4, max_hot=20)
+    store.set_policy(activity, now=change)
+
+    def score(memory_id: str) -> float:
+        return store.get(memory_id, now=change + 86400 * S).score  # type: ignore[union-attr]
+
+    # Time alone changes nothing now; each score is its loss at the change.
+    assert score("old") == pytest.approx(8.0 / 4)
+    assert score("low") == pytest.approx(1.0 / 2)
+    assert score("cold") == pytest.approx(1.0 / 4)  # cold score
+    # 4 memories remembered: one half-life more for all of them.
+    store.remember_many([(f"n{i}", 100.0) for i in range(2)], now=change)
+    store.demote("wl-old", now=change)  # demote: importance x recency, from its last use
+    store.demote("wl-new", now=change)
+    store.whitelist("wl-new", now=change)  # whitelist of a hot memory
+    store.whitelist("wl-old", now=change)
+    store.remember_many([(f"n{i}", 100.0) for i in range(2, 4)], now=change)
+    assert score("cold") == pytest.approx(1.0 / 4 / 2)
+    # The cap (2) ranks whitelisted memories by importance x recency: remembering
+    # a third demotes wl-old (4 x 1/4 x 1/2 = 0.5) and keeps wl-new (3 x 1/2).
+    third = store.remember("wl-third", 1.0, whitelist=True, now=change)
+    assert third.demoted == ("wl-old",)
+    assert score("wl-old") == pytest.approx(4.0 / 4 / 2 * 0.5**0.25)
+    # Eviction order, 9 hot memories down to 8: "low" (1/2 x 0.5^(5/4)) goes,
+    # not "wl-old" (4/4 x 0.5^(5/4)) nor "old" (8/4 x 0.5^(5/4)).
+    store.set_policy(dataclasses.replace(activity, max_hot=8), now=change)
+    assert {m.id for m in store.top(20, now=change)} == {
+        "old", "wl-old", "wl-new", "wl-third", "n0", "n1", "n2", "n3"
+    }  # fmt: skip
+    assert score("low") == pytest.approx(1.0 / 2 / 2 * 0.5**0.25)
 
 
 @pytest.mark.parametrize(

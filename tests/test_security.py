@@ -38,6 +38,7 @@ from memevict import (
 from memevict.acl import LOADER_COMMANDS, acl_rules, acl_setuser_line, commands, script_commands
 from memevict.functions import LIBRARY, library
 from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
+from tests.conftest import scenario_policy
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -341,7 +342,7 @@ def test_the_rule_scenarios_run_as_the_derived_user(
     restricted = make_user("t")
 
     def make_store(namespace: str = "t", **policy: Any) -> MemoryStore:
-        return MemoryStore(restricted, namespace, Policy(**policy))
+        return MemoryStore(restricted, namespace, scenario_policy(**policy))
 
     test = getattr(tests.test_rules, name)
     available = {"make_store": make_store, "client": client}

@@ -12,7 +12,7 @@ import click
 import redis
 
 from memevict.errors import MemevictError
-from memevict.policy import Policy
+from memevict.policy import CLOCKS, Policy
 from memevict.results import Memory, Remembered
 from memevict.scripts import specs
 from memevict.store import MemoryStore
@@ -322,7 +322,7 @@ def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
 
 def _policy_options(command: F) -> F:
     for field in reversed(dataclasses.fields(Policy)):
-        kind = int if field.type == "int" else float
+        kind: Any = {"int": int, "float": float, "str": click.Choice(CLOCKS)}[str(field.type)]
         command = click.option(
             "--" + field.name.replace("_", "-"), field.name, type=kind, default=None
         )(command)
@@ -421,34 +421,82 @@ def demo(ctx: click.Context) -> None:
 
 def _simulated_policy_options(command: F) -> F:
     """An option per Policy field but max_hot, which is the --window."""
+    from memevict.simulate.policies import field_kind
+
     defaults = Policy()
     for field in reversed(dataclasses.fields(Policy)):
         if field.name != "max_hot":
+            default = getattr(defaults, field.name)
+            shown = default if isinstance(default, str) else f"{default:g}"
             command = click.option(
                 "--" + field.name.replace("_", "-"),
                 field.name,
-                type=int if field.type == "int" else float,
+                type=field_kind(field.name),
                 default=None,
-                help=f"memevict's {field.name} (default {getattr(defaults, field.name):g}).",
+                help=f"memevict's {field.name} (default {shown}).",
             )(command)
     return command
+
+
+def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
+    """Each --transcript: a file, a directory (its *.jsonl, sorted) or a glob."""
+    import glob
+    from pathlib import Path
+
+    found: dict[str, None] = {}
+    for pattern in patterns:
+        path = Path(pattern)
+        if path.is_dir():
+            matches = sorted(str(p) for p in path.glob("*.jsonl") if p.is_file())
+        elif path.is_file():
+            matches = [pattern]
+        else:
+            matches = sorted(p for p in glob.glob(pattern) if Path(p).is_file())
+        if not matches:
+            what = "*.jsonl in directory" if path.is_dir() else "file matches"
+            raise click.UsageError(f"--transcript {pattern}: no {what} {pattern}")
+        found.update(dict.fromkeys(matches))
+    return list(found)
 
 
 @main.command()
 @click.option(
     "--transcript",
-    "transcript_file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Replay this JSONL log (see the README) instead of a generated transcript.",
+    "transcript_patterns",
+    multiple=True,
+    metavar="FILE|DIR|GLOB",
+    help="Replay this JSONL log (see the README) instead of a generated transcript; a "
+    "directory means its *.jsonl, a glob its matches (repeatable).",
+)
+@click.option(
+    "--generator",
+    type=click.Choice(["single", "sessions"]),
+    default="single",
+    show_default=True,
+    help="The generated transcript: one session of --turns turns, or --sessions sessions "
+    "of user and assistant with questions (unlabelled: needs --label).",
 )
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated transcript.")
+@click.option(
+    "--seeds",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Generate this many transcripts, seeds --seed, --seed + 1, ...",
+)
 @click.option(
     "--turns",
     default=400,
     show_default=True,
     type=click.IntRange(min=10),
-    help="Memory turns of the generated transcript.",
+    help="Memory turns of the generated transcript (--generator single).",
+)
+@click.option(
+    "--sessions",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Sessions of the generated transcript (--generator sessions).",
 )
 @click.option(
     "--turn-s",
@@ -471,6 +519,23 @@ def _simulated_policy_options(command: F) -> F:
     metavar="FIELD=V1,V2,...",
     help="Run memevict once per combination of these Policy values (repeatable).",
 )
+@click.option(
+    "--policies",
+    "policy_list",
+    default=None,
+    metavar="LIST",
+    help="Which to run, comma-separated, of fifo, lru, memevict (every --grid policy) and "
+    "hindsight (the best window knowing the questions). Default: all; hindsight when the "
+    "transcript has questions.",
+)
+@click.option(
+    "--label",
+    "labeler_spec",
+    default=None,
+    metavar="SPEC",
+    help="Give the memory turns without importance or category an importance: 'rules', or "
+    "the dotted path of your labeler (module.function).",
+)
 @json_option
 @click.option(
     "--plot",
@@ -483,63 +548,146 @@ def _simulated_policy_options(command: F) -> F:
 def simulate(
     ctx: click.Context,
     /,
-    transcript_file: str | None,
+    transcript_patterns: tuple[str, ...],
+    generator: str,
     seed: int,
+    seeds: int,
     turns: int,
+    sessions: int,
     turn_s: float,
     window: int,
     grid: tuple[str, ...],
+    policy_list: str | None,
+    labeler_spec: str | None,
     as_json: bool,
     plot_file: str | None,
     **fields: Any,
 ) -> None:
     """Replay a conversation longer than the window through FIFO, LRU and
-    memevict, on one server, and report what each kept.
+    memevict, on one server, and report what each kept and which of the
+    transcript's questions its window could answer.
 
-    Each policy runs in its own namespace, memevict-simulate-<n> (cleared
-    before and after), on the server of --url or the embedded one.
+    Each policy runs in its own namespace, memevict-simulate-<random>-<n>
+    (cleared before and after), on the server of --url or the embedded one.
+    With several transcripts (--transcript DIR or GLOB, or --seeds N) the
+    table shows each measure's mean, min and max over them.
     """
     import sys
 
     from click.core import ParameterSource
 
-    from memevict.simulate import generate, memevict_policies, read_jsonl
+    from memevict.simulate import Transcript, generate, memevict_policies, read_jsonl
     from memevict.simulate import simulate as replay_all
     from memevict.simulate.plot import draw, matplotlib_missing
-    from memevict.simulate.report import table, to_json
+    from memevict.simulate.replay import POLICIES
+    from memevict.simulate.report import summary_json, summary_table, table, to_json
 
-    turn_ms = round(turn_s * 1000)
-    if transcript_file:
-        for name in ("seed", "turns"):
-            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+    if transcript_patterns:
+        for name in ("seed", "seeds", "turns", "generator", "sessions"):
+            if given(name):
                 raise click.UsageError(
                     f"--{name} is for the generated transcript, not --transcript"
                 )
-        transcript = read_jsonl(transcript_file, turn_ms)
-    else:
-        transcript = generate(seed, turns, turn_ms)
+    elif generator == "single" and given("sessions"):
+        raise click.UsageError("--sessions is for --generator sessions")
+    elif generator == "sessions":
+        for name in ("turns", "turn_s"):
+            if given(name):
+                option = "--" + name.replace("_", "-")
+                raise click.UsageError(f"{option} is for --generator single or --transcript")
+
+    chosen = _chosen_policies(policy_list, POLICIES)
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if "memevict" not in chosen and (grid or fields):
+        raise click.UsageError("--grid and memevict's fields need memevict in --policies")
     try:
-        policies = memevict_policies(
-            window, {k: v for k, v in fields.items() if v is not None}, grid
-        )
+        policies = memevict_policies(window, fields, grid)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
+    labeler = None
+    if labeler_spec is not None:
+        from memevict.errors import BadArgument
+        from memevict.importance import load_labeler
+
+        try:
+            labeler = load_labeler(labeler_spec)
+        except BadArgument as error:
+            raise click.BadParameter(str(error), param_hint="--label") from None
+
+    turn_ms = round(turn_s * 1000)
+    transcripts: list[Transcript] = []
+    if transcript_patterns:
+        transcripts = [read_jsonl(p, turn_ms) for p in _transcript_paths(transcript_patterns)]
+    elif generator == "sessions":
+        from memevict.simulate.sessions import generate_sessions
+
+        transcripts = [generate_sessions(s, sessions) for s in range(seed, seed + seeds)]
+    else:
+        transcripts = [generate(s, turns, turn_ms) for s in range(seed, seed + seeds)]
+    if labeler is not None:
+        from memevict.simulate.labels import label_transcript
+
+        transcripts = [label_transcript(t, labeler) for t in transcripts]
+    for t in transcripts:
+        if t.unlabelled:
+            where = f"{t.source}: " if len(transcripts) > 1 or transcript_patterns else ""
+            raise click.UsageError(
+                f"{where}{t.unlabelled} memory turns have no importance or category: "
+                "pass --label rules or a labeler's dotted path"
+            )
+    if (
+        policy_list is not None
+        and "hindsight" in chosen
+        and not any(t.questions for t in transcripts)
+    ):
+        raise click.UsageError("hindsight needs questions: no transcript asks any")
+    if plot_file and len(transcripts) > 1:
+        raise click.UsageError("--plot draws one transcript: give one --transcript or --seeds 1")
     if plot_file and matplotlib_missing():
         click.echo(
             "matplotlib is not installed (pip install 'memevict[plot]'): skipping the plot",
             err=True,
         )
         plot_file = None
-    events = len(transcript.events) * (2 + len(policies))
+
+    runners = sum(name in chosen for name in ("fifo", "lru"))
+    runners += len(policies) if "memevict" in chosen else 0
+    events = sum(len(t.events) for t in transcripts) * runners
+    results = []
     with connect(ctx.obj["url"]) as client:
         if not as_json and sys.stderr.isatty() and events >= 2000:
             with click.progressbar(length=events, label="replaying", file=sys.stderr) as bar:
-                result = replay_all(client, transcript, window, policies, advance=bar.update)
+                for t in transcripts:
+                    results.append(
+                        replay_all(client, t, window, policies, policies=chosen, advance=bar.update)
+                    )
         else:
-            result = replay_all(client, transcript, window, policies)
-    _emit(to_json(result), as_json, lambda: table(result))
-    if plot_file:
-        draw(result, plot_file)
+            results = [
+                replay_all(client, t, window, policies, policies=chosen) for t in transcripts
+            ]
+    if len(results) == 1:
+        result = results[0]
+        _emit(to_json(result), as_json, lambda: table(result))
+        if plot_file:
+            draw(result, plot_file)
+    else:
+        _emit({**summary_json(results), "window": window}, as_json, lambda: summary_table(results))
+
+
+def _chosen_policies(listed: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
+    """--policies: names from ``known``, comma-separated (default: all)."""
+    if listed is None:
+        return known
+    names = [name.strip() for name in listed.split(",")]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise click.UsageError(
+            f"--policies {listed!r}: choose from {', '.join(known)}, comma-separated"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 @main.command()

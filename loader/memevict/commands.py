@@ -97,7 +97,8 @@ def _call() -> str:
     return secrets.token_hex(8)
 
 
-def _number(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
+    """value as a float if it is a finite int or float (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -108,7 +109,7 @@ def _number(value: object) -> float | None:
 
 
 def _importance(importance: float) -> str:
-    x = _number(importance)
+    x = finite_number(importance)
     if x is None or x <= 0:
         raise BadImportance(f"importance must be a finite number > 0, got {importance!r}")
     return repr(x)
@@ -236,7 +237,7 @@ def touch(memory_id: str, *, now: int | None) -> Call[Remembered | None]:
 
 
 def decay(rate: float) -> Call[None]:
-    x = _number(rate)
+    x = finite_number(rate)
     if x is None or not 0 < x <= 1:
         raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
     return Call("decay", {"rate": repr(x)}, lambda _: None, _call())

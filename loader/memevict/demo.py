@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 import redis
@@ -10,7 +11,7 @@ from memevict.simulate import Simulation, generate, memevict_policies, simulate
 from memevict.simulate.report import table
 from memevict.simulate.transcript import MemoryTurn
 
-PREFIX = "memevict-demo"
+PREFIX = "memevict-demo"  # then a random part: two demos on one server never meet
 SEED = 1
 
 
@@ -25,7 +26,9 @@ def run_demo(
         f"of {window} memories\nunder FIFO, LRU and memevict's default policy. Critical facts "
         "are said once, in the middle.\n"
     )
-    result = simulate(client, transcript, window, memevict_policies(window, {}, []), prefix=PREFIX)
+    policies = memevict_policies(window, {}, [])
+    prefix = f"{PREFIX}-{secrets.token_hex(4)}"
+    result = simulate(client, transcript, window, policies, prefix=prefix)
     echo(table(result))
     said = {e.id: e.text for e in transcript.events if isinstance(e, MemoryTurn)}
     critical = [e.id for e in transcript.events if isinstance(e, MemoryTurn) and e.critical]

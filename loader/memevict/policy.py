@@ -50,8 +50,8 @@ class Policy:
 
     max_hot: int = 100
     evict_batch: int = 0
-    clock: str = "wall"
-    half_life_memories: float = 1000.0
+    clock: str = "activity"
+    half_life_memories: float = 500.0
     half_life_s: float = 1800.0
     whitelist_boost: float = 10.0
     whitelist_cap: int = 20

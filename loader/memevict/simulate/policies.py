@@ -119,6 +119,8 @@ class MemevictRunner:
         self.size = policy.max_hot
 
     def remember(self, turn: MemoryTurn) -> tuple[str, ...]:
+        if turn.importance is None:
+            raise ValueError(f"memory {turn.id!r} has no importance: label the transcript first")
         r = self.store.remember(
             turn.id, turn.importance, text=turn.text, whitelist=turn.whitelist, now=turn.at
         )
@@ -147,11 +149,14 @@ class MemevictRunner:
         return [m.id for m in self.store.top(self.size, now=now)]
 
 
+GridValue = int | float | str
+
+
 def memevict_policies(
-    window: int, fields: Mapping[str, float], grid: Sequence[str]
+    window: int, fields: Mapping[str, GridValue], grid: Sequence[str]
 ) -> dict[str, Policy]:
     """The memevict policies to run, by report key: ``memevict`` alone, or one
-    per combination of the --grid values (``memevict half_life_s=600``).
+    per combination of the --grid values (``memevict half_life_s=600 clock=wall``).
 
     ``fields`` are the Policy fields the user set; the rest keep the core's
     defaults, and max_hot is the window. Raises ValueError on a bad --grid.
@@ -169,30 +174,91 @@ def memevict_policies(
     policies: dict[str, Policy] = {}
     for values in itertools.product(*(vs for _, vs in axes)):
         changes = dict(zip(names, values, strict=True))
-        label = " ".join(f"{name}={value:g}" for name, value in changes.items())
+        label = " ".join(f"{name}={_shown(value)}" for name, value in changes.items())
         policies[f"memevict {label}"] = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     return policies
 
 
-def _grid_axis(spec: str) -> tuple[str, list[float | int]]:
+def grid_of(key: str, policy: Policy) -> dict[str, GridValue]:
+    """The fields a report key of memevict_policies names (``memevict
+    half_life_s=600 clock=wall``), with the policy's typed values."""
+    named = (part.partition("=")[0] for part in key.split()[1:] if "=" in part)
+    return {name: getattr(policy, name) for name in named if name in GRID_FIELDS}
+
+
+def field_kind(name: str) -> type[int] | type[float] | type[str]:
+    """The type of a Policy field's values."""
+    kind = Policy.__dataclass_fields__[name].type
+    return int if kind == "int" else str if kind == "str" else float
+
+
+def _shown(value: GridValue) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+def _grid_axis(spec: str) -> tuple[str, list[GridValue]]:
     name, _, listed = spec.partition("=")
     name = name.strip().replace("-", "_")
     if name == "max_hot":
         raise ValueError("max_hot is the window of every policy: use --window")
     if name not in GRID_FIELDS:
         raise ValueError(f"--grid {spec!r}: FIELD must be one of {', '.join(GRID_FIELDS)}")
-    whole = Policy.__dataclass_fields__[name].type == "int"
-    values: list[float | int] = []
+    kind = field_kind(name)
+    values: list[GridValue] = []
     for raw in listed.split(","):
-        try:
-            value: float | int = int(raw) if whole else float(raw)
-        except ValueError:
-            kind = "whole numbers" if whole else "numbers"
-            raise ValueError(f"--grid {spec!r}: values must be {kind}, got {raw!r}") from None
+        value: GridValue
+        if kind is str:
+            value = raw.strip()
+            if not value or any(c.isspace() or c == "=" for c in value):
+                raise ValueError(f"--grid {spec!r}: values must be words, got {raw!r}")
+        else:
+            try:
+                value = kind(raw)
+            except ValueError:
+                what = "whole numbers" if kind is int else "numbers"
+                raise ValueError(f"--grid {spec!r}: values must be {what}, got {raw!r}") from None
         if value in values:
             raise ValueError(f"--grid {spec!r}: {raw} is listed twice")
         values.append(value)
     return name, values
+
+
+def hindsight_windows(
+    said: Sequence[str], evidence: Sequence[Sequence[str]], size: int
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Hindsight, the ceiling no policy can beat: windows of at most ``size``
+    of the memories ``said`` (in the order first said), chosen knowing the
+    questions' ``evidence``. Returns the window for "answerable" (greedy
+    maximum coverage: the memory that answers most questions not answered
+    yet, ties to the earliest said; within 1 - 1/e of the best, and the best
+    when each question has one evidence turn) and the window for "all
+    evidence" (greedy: the question whose evidence needs the fewest memories
+    not chosen yet, while they fit)."""
+    order = {memory_id: i for i, memory_id in enumerate(said)}
+    answers: dict[str, set[int]] = {}
+    for q, ids in enumerate(evidence):
+        for memory_id in ids:
+            if memory_id in order:
+                answers.setdefault(memory_id, set()).add(q)
+    unanswered = set(range(len(evidence)))
+    covering: list[str] = []
+    while len(covering) < size and answers:
+        best = max(answers, key=lambda m: (len(answers[m] & unanswered), -order[m]))
+        if not answers[best] & unanswered:
+            break
+        covering.append(best)
+        unanswered -= answers.pop(best)
+
+    full: set[str] = set()
+    whole = [q for q, ids in enumerate(evidence) if all(m in order for m in ids)]
+    while whole:
+        q = min(whole, key=lambda q: (len(set(evidence[q]) - full), q))
+        needed = set(evidence[q]) - full
+        if len(full) + len(needed) > size:
+            break
+        full |= needed
+        whole.remove(q)
+    return frozenset(covering), frozenset(full)
 
 
 def _text(member: bytes | str) -> str:

@@ -15,14 +15,27 @@ Measured the same way for every policy:
 - recalls_needed: touches and whitelists of a memory that was not there
   (evicted to the cold tier, or for FIFO and LRU simply gone);
 - ms_per_turn: wall time of the policy's own calls per memory turn, with the
-  actions that follow it (the measurements themselves are not counted).
+  actions that follow it (the measurements themselves are not counted);
+- the questions: the share of the transcript's questions whose evidence the
+  window holds at least one turn of (answerable) and all turns of (fully),
+  when each question is asked and at the end. A question with ``at`` is
+  asked right after the last event at or before that time; one without, or
+  after the last event, at the end. A forgotten memory never counts.
+
+``hindsight`` is no policy but the ceiling: at each moment questions are
+asked, the best window of the same size among the memories said so far,
+chosen knowing those questions (policies.hindsight_windows), and at the end
+the same for every question.
 """
 
 from __future__ import annotations
 
+import bisect
+import secrets
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypedDict
 
 import redis
 
@@ -33,14 +46,54 @@ from memevict.simulate.policies import (
     MemevictRunner,
     Runner,
     clear,
+    hindsight_windows,
 )
-from memevict.simulate.transcript import MemoryTurn, Transcript
+from memevict.simulate.transcript import BadTranscript, MemoryTurn, Question, Transcript
 
 SAMPLES = 200  # retention points per policy, at most
+POLICIES = ("fifo", "lru", "memevict", "hindsight")  # memevict: every policy given
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Answer:
+    """One question, and the evidence the window held when it was asked and
+    at the end. For hindsight, the kept ids are those of its window for
+    "answerable"; ``fully_*`` come from its window for "all evidence"."""
+
+    question: str
+    evidence: tuple[str, ...]
+    at: int | None  # when it is asked, as the transcript says (None: at the end)
+    kept_at_ask: tuple[str, ...]
+    kept_at_end: tuple[str, ...]
+    answerable_at_ask: bool
+    fully_at_ask: bool
+    answerable_at_end: bool
+    fully_at_end: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """How many of the transcript's questions the window could answer."""
+
+    questions: int
+    answerable_at_ask: float | None  # None when the transcript asks nothing
+    fully_at_ask: float | None
+    answerable_at_end: float | None
+    fully_at_end: float | None
+    answers: tuple[Answer, ...]
+
+
+class _AnswerFields(TypedDict):
+    questions: int
+    answerable_at_ask: float | None
+    fully_at_ask: float | None
+    answerable_at_end: float | None
+    fully_at_end: float | None
+    answers: tuple[Answer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Answers):
     """What one policy kept, and what it cost."""
 
     turns: int
@@ -64,6 +117,8 @@ class Simulation:
     transcript: Transcript
     window: int
     outcomes: dict[str, Outcome]  # by policy: fifo, lru, memevict...
+    hindsight: Answers | None = None  # when the transcript has questions and it was asked for
+    policies: dict[str, Policy] = field(default_factory=dict)  # memevict's, by report key
 
 
 def simulate(
@@ -72,18 +127,38 @@ def simulate(
     window: int,
     memevict: Mapping[str, Policy],
     *,
-    prefix: str = "memevict-simulate",
+    policies: Collection[str] = POLICIES,
+    prefix: str | None = None,
     advance: Callable[[int], None] = lambda n: None,
 ) -> Simulation:
     """Replays the transcript through FIFO, LRU and every memevict policy
-    (by report key, each with max_hot == window), one after the other, each
-    in its namespace ``<prefix>-<n>`` on the same server. The namespaces are
-    cleared before and after. ``advance(n)`` is told of every n events done."""
-    makers: dict[str, Callable[[str], Runner]] = {
-        "fifo": lambda ns: FifoRunner(client, ns, window),
-        "lru": lambda ns: LruRunner(client, ns, window),
-    }
-    for key, policy in memevict.items():
+    (by report key, each with max_hot == window) among ``policies``, one
+    after the other, each in its namespace ``<prefix>-<n>`` on the same
+    server, and works out hindsight when the transcript has questions.
+
+    The prefix is ``memevict-simulate-<8 random hex digits>`` unless given,
+    so that simulations sharing a server never meet; each namespace is
+    cleared before and after. ``advance(n)`` is told of every n events done.
+    Raises BadTranscript when a memory turn has no importance yet.
+    """
+    unknown = sorted(set(policies) - set(POLICIES))
+    if unknown:
+        raise ValueError(
+            f"unknown policies {', '.join(unknown)}: choose from {', '.join(POLICIES)}"
+        )
+    if transcript.unlabelled:
+        raise BadTranscript(
+            f"{transcript.source}: {transcript.unlabelled} memory turns have no importance "
+            "or category: label them first (memevict.simulate.label_transcript)"
+        )
+    prefix = prefix if prefix is not None else f"memevict-simulate-{secrets.token_hex(4)}"
+    makers: dict[str, Callable[[str], Runner]] = {}
+    if "fifo" in policies:
+        makers["fifo"] = lambda ns: FifoRunner(client, ns, window)
+    if "lru" in policies:
+        makers["lru"] = lambda ns: LruRunner(client, ns, window)
+    chosen = dict(memevict) if "memevict" in policies else {}
+    for key, policy in chosen.items():
         if policy.max_hot != window:
             raise ValueError(f"{key}: max_hot {policy.max_hot} is not the window {window}")
         makers[key] = lambda ns, policy=policy: MemevictRunner(client, ns, policy)  # type: ignore[misc]
@@ -95,7 +170,23 @@ def simulate(
             outcomes[key] = replay(transcript, make(namespace), advance=advance)
         finally:
             clear(client, namespace)
-    return Simulation(transcript, window, outcomes)
+    best = hindsight(transcript, window) if "hindsight" in policies else None
+    return Simulation(transcript, window, outcomes, best, chosen)
+
+
+def ask_schedule(transcript: Transcript) -> dict[int, list[int]]:
+    """The questions (by index) asked right after each event (by index): a
+    question with ``at`` after the last event at or before it (-1: before
+    any), one without, or after the last event, after the last event."""
+    times = [event.at for event in transcript.events]
+    last = len(times) - 1
+    schedule: dict[int, list[int]] = {}
+    for q, question in enumerate(transcript.questions):
+        after = (
+            last if question.at is None else min(bisect.bisect_right(times, question.at) - 1, last)
+        )
+        schedule.setdefault(after, []).append(q)
+    return schedule
 
 
 def replay(
@@ -108,7 +199,10 @@ def replay(
     """Replays every event of the transcript through one runner."""
     total_turns = transcript.turns
     every = sample_every or max(1, -(-total_turns // SAMPLES))
-    importance: dict[str, float] = {}
+    schedule = ask_schedule(transcript)
+    questions = transcript.questions
+    kept_at_ask: dict[int, tuple[str, ...]] = {q: () for q in schedule.get(-1, [])}
+    importance: dict[str, float] = {}  # of the memories said and not forgotten
     critical: set[str] = set()
     whitelisted: set[str] = set()
     evicted_unreferenced: set[str] = set()
@@ -128,11 +222,12 @@ def replay(
             wrongful += 1
             evicted_unreferenced.discard(memory_id)
 
-    for event in transcript.events:
+    for i, event in enumerate(transcript.events):
         if isinstance(event, MemoryTurn) and turns and turns % every == 0:
             sample()  # after turn number `turns` and the actions that followed it
         now = event.at
         if isinstance(event, MemoryTurn):
+            assert event.importance is not None  # simulate() refuses unlabelled transcripts
             referenced(event.id)
             started = time.perf_counter()
             evicted = runner.remember(event)
@@ -162,20 +257,29 @@ def replay(
                     ids.discard(event.id)
         evictions += len(evicted)
         evicted_unreferenced.update(evicted)
+        if i in schedule:
+            held = set(runner.window(now)).intersection(importance)
+            for q in schedule[i]:
+                kept_at_ask[q] = _kept(questions[q], held)
         advance(1)
     if not retention or retention[-1][0] != turns:
         sample()
 
     window = tuple(runner.window(now))
+    held = set(window).intersection(importance)
+    known = [importance[m] for m in window if m in held]
+    kept_at_end = [_kept(question, held) for question in questions]
     kept = tuple(sorted(critical.intersection(window)))
+    asked = [kept_at_ask[q] for q in range(len(questions))]
     return Outcome(
+        **_answers(questions, asked, asked, kept_at_end, kept_at_end),
         turns=turns,
         actions=actions,
         critical_total=len(critical),
         critical_kept=kept,
         critical_retained=len(kept) / len(critical) if critical else None,
         retention=tuple(retention),
-        mean_importance=sum(importance[m] for m in window) / len(window) if window else 0.0,
+        mean_importance=sum(known) / len(known) if known else 0.0,
         whitelisted_total=len(whitelisted),
         whitelisted_kept=len(whitelisted.intersection(window)),
         evictions=evictions,
@@ -184,3 +288,86 @@ def replay(
         ms_per_turn=spent * 1000 / turns,
         window=window,
     )
+
+
+def hindsight(transcript: Transcript, window: int) -> Answers | None:
+    """The ceiling: at each moment questions are asked, the best windows of
+    ``window`` memories among those said so far (and not forgotten) for the
+    questions asked then; at the end, for every question. None when the
+    transcript asks nothing. No server: it is worked out from the transcript."""
+    questions = transcript.questions
+    if not questions:
+        return None
+    schedule = ask_schedule(transcript)
+    said: dict[str, None] = {}  # memories said and not forgotten, in the order first said
+    found: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # q: (kept, fully kept)
+
+    def ask(asked: Sequence[int]) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
+        evidence = [questions[q].evidence for q in asked]
+        candidates = hindsight_windows(list(said), evidence, window)
+        # Either window is one a policy could have held: each metric takes the better.
+        answering = max(candidates, key=lambda w: sum(bool(w.intersection(e)) for e in evidence))
+        full = max(reversed(candidates), key=lambda w: sum(w.issuperset(e) for e in evidence))
+        return {q: (_kept(questions[q], answering), _kept(questions[q], full)) for q in asked}
+
+    found.update(ask(schedule.get(-1, [])))
+    for i, event in enumerate(transcript.events):
+        if isinstance(event, MemoryTurn):
+            said.setdefault(event.id)
+        elif event.action == "forget":
+            said.pop(event.id, None)
+        if i in schedule:
+            found.update(ask(schedule[i]))
+    at_end = ask(range(len(questions)))
+    order = range(len(questions))
+    return Answers(
+        **_answers(
+            questions,
+            [found[q][0] for q in order],
+            [found[q][1] for q in order],
+            [at_end[q][0] for q in order],
+            [at_end[q][1] for q in order],
+        )
+    )
+
+
+def _kept(question: Question, held: Collection[str]) -> tuple[str, ...]:
+    return tuple(m for m in question.evidence if m in held)
+
+
+def _answers(
+    questions: Sequence[Question],
+    answering_at_ask: Sequence[tuple[str, ...]],
+    full_at_ask: Sequence[tuple[str, ...]],
+    answering_at_end: Sequence[tuple[str, ...]],
+    full_at_end: Sequence[tuple[str, ...]],
+) -> _AnswerFields:
+    """The question fields of Answers, from the evidence each question's
+    window held when asked and at the end (one window for "answerable",
+    one for "all evidence")."""
+    answers = tuple(
+        Answer(
+            question=q.question,
+            evidence=q.evidence,
+            at=q.at,
+            kept_at_ask=answering_at_ask[i],
+            kept_at_end=answering_at_end[i],
+            answerable_at_ask=bool(answering_at_ask[i]),
+            fully_at_ask=len(full_at_ask[i]) == len(q.evidence),
+            answerable_at_end=bool(answering_at_end[i]),
+            fully_at_end=len(full_at_end[i]) == len(q.evidence),
+        )
+        for i, q in enumerate(questions)
+    )
+
+    def share(flags: Sequence[bool]) -> float | None:
+        return sum(flags) / len(flags) if flags else None
+
+    return {
+        "questions": len(questions),
+        "answerable_at_ask": share([a.answerable_at_ask for a in answers]),
+        "fully_at_ask": share([a.fully_at_ask for a in answers]),
+        "answerable_at_end": share([a.answerable_at_end for a in answers]),
+        "fully_at_end": share([a.fully_at_end for a in answers]),
+        "answers": answers,
+    }

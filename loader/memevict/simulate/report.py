@@ -1,61 +1,127 @@
-"""A simulation as a printed summary and as JSON."""
+"""A simulation as a printed summary and as JSON; several simulations (one per
+transcript) as the mean, min and max of each policy's measures."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from memevict.simulate.replay import Outcome, Simulation
+from memevict.simulate.policies import grid_of
+from memevict.simulate.replay import Answer, Answers, Outcome, Simulation
+from memevict.simulate.transcript import MemoryTurn, Transcript
 
 CHECKPOINTS = 6  # columns of the retention-over-turns table
+HINDSIGHT = "hindsight"
+HINDSIGHT_NOTE = (
+    "hindsight: the best window of the same size, chosen knowing the questions; a ceiling, "
+    "not a policy\n(greedy: within 1 - 1/e of the best for answerable, the best when each "
+    "question has one evidence turn)."
+)
 
-_COLUMNS = (
-    ("policy", "<"),
-    ("critical kept", ">"),
-    ("mean importance", ">"),
-    ("whitelisted kept", ">"),
-    ("wrongful evictions", ">"),
-    ("recalls needed", ">"),
-    ("evictions", ">"),
-    ("ms/turn", ">"),
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One column: its title, its JSON name, whether it is a share (0..1),
+    and how to read it from an outcome (None: not measured)."""
+
+    title: str
+    name: str
+    share: bool
+    digits: int
+    of: Callable[[Answers], float | None]
+
+
+def _outcome_measure(read: Callable[[Outcome], float | None]) -> Callable[[Answers], float | None]:
+    return lambda o: read(o) if isinstance(o, Outcome) else None
+
+
+MEASURES = (
+    Measure("critical kept", "critical_retained", True, 0,
+            _outcome_measure(lambda o: o.critical_retained)),
+    Measure("mean importance", "mean_importance", False, 2,
+            _outcome_measure(lambda o: o.mean_importance)),
+    Measure("whitelisted kept", "whitelisted_retained", True, 0,
+            _outcome_measure(lambda o: o.whitelisted_kept / o.whitelisted_total
+                             if o.whitelisted_total else None)),
+    Measure("wrongful evictions", "wrongful_evictions", False, 0,
+            _outcome_measure(lambda o: o.wrongful_evictions)),
+    Measure("recalls needed", "recalls_needed", False, 0,
+            _outcome_measure(lambda o: o.recalls_needed)),
+    Measure("evictions", "evictions", False, 0, _outcome_measure(lambda o: o.evictions)),
+    Measure("ms/turn", "ms_per_turn", False, 3, _outcome_measure(lambda o: o.ms_per_turn)),
+)  # fmt: skip
+QUESTION_MEASURES = (
+    Measure("answerable at ask", "answerable_at_ask", True, 0, lambda o: o.answerable_at_ask),
+    Measure("all evidence at ask", "fully_at_ask", True, 0, lambda o: o.fully_at_ask),
+    Measure("answerable at end", "answerable_at_end", True, 0, lambda o: o.answerable_at_end),
+    Measure("all evidence at end", "fully_at_end", True, 0, lambda o: o.fully_at_end),
 )
 
 
 def heading(simulation: Simulation) -> str:
-    t = simulation.transcript
-    return (
-        f"{t.source}: {t.turns} turns, {t.actions} actions, "
-        f"{len(t.critical)} critical facts; window of {simulation.window} memories."
-    )
+    return f"{_described(simulation.transcript)}; window of {simulation.window} memories."
+
+
+def _described(t: Transcript) -> str:
+    said = [e for e in t.events if isinstance(e, MemoryTurn)]
+    parts = [f"{t.turns} turns", f"{t.actions} actions", f"{len(t.critical)} critical facts"]
+    if t.questions:
+        parts.append(f"{len(t.questions)} questions")
+    sessions = {e.session for e in said if e.session is not None}
+    if sessions:
+        parts.append(f"{len(sessions)} sessions")
+    speakers = list(dict.fromkeys(e.speaker for e in said if e.speaker is not None))
+    if speakers:
+        shown = ", ".join(speakers[:5]) + (", ..." if len(speakers) > 5 else "")
+        parts.append(f"speakers {shown}")
+    return f"{t.source}: {', '.join(parts)}"
+
+
+def _rows(simulation: Simulation) -> dict[str, Answers]:
+    """Every row of the report by key: the policies, then hindsight."""
+    rows: dict[str, Answers] = dict(simulation.outcomes)
+    if simulation.hindsight is not None:
+        rows[HINDSIGHT] = simulation.hindsight
+    return rows
+
+
+def _measures(questions: bool) -> tuple[Measure, ...]:
+    return MEASURES + QUESTION_MEASURES if questions else MEASURES
 
 
 def table(simulation: Simulation) -> str:
     """The summary: one row per policy, then critical retention over turns."""
-    rows = [[key, *_cells(o)] for key, o in simulation.outcomes.items()]
-    lines = [heading(simulation), "", *_aligned([[name for name, _ in _COLUMNS], *rows])]
+    measures = _measures(bool(simulation.transcript.questions))
+    rows = [[key, *(_cell(m, o) for m in measures)] for key, o in _rows(simulation).items()]
+    header = ["policy", *(m.title for m in measures)]
+    lines = [heading(simulation), "", *_aligned([header, *rows])]
+    if simulation.hindsight is not None:
+        lines += ["", HINDSIGHT_NOTE]
     over_time = _retention_rows(simulation.outcomes)
     if over_time:
         lines += ["", "Critical facts kept, by turn:", *_aligned(over_time)]
     return "\n".join(lines)
 
 
-def _cells(o: Outcome) -> list[str]:
-    if o.critical_retained is None:
-        critical = "-"
-    else:
-        critical = f"{len(o.critical_kept)}/{o.critical_total} ({o.critical_retained:.0%})"
-    return [
-        critical,
-        f"{o.mean_importance:.2f}",
-        f"{o.whitelisted_kept}/{o.whitelisted_total}",
-        str(o.wrongful_evictions),
-        str(o.recalls_needed),
-        str(o.evictions),
-        f"{o.ms_per_turn:.3f}",
-    ]
+def _cell(measure: Measure, o: Answers) -> str:
+    """A measure of one outcome: shares as n/total (p%)."""
+    if isinstance(o, Outcome) and measure.name == "whitelisted_retained":
+        return f"{o.whitelisted_kept}/{o.whitelisted_total}"
+    value = measure.of(o)
+    if value is None:
+        return "-"
+    if isinstance(o, Outcome) and measure.name == "critical_retained":
+        return f"{len(o.critical_kept)}/{o.critical_total} ({value:.0%})"
+    if measure in QUESTION_MEASURES:
+        answered = sum(bool(getattr(a, measure.name)) for a in o.answers)
+        return f"{answered}/{o.questions} ({value:.0%})"
+    return f"{value:.{measure.digits}f}"
 
 
 def _retention_rows(outcomes: dict[str, Outcome]) -> list[list[str]]:
-    samples = next(iter(outcomes.values())).retention
+    samples = next(iter(outcomes.values())).retention if outcomes else ()
     if not samples:
         return []
     # Every policy is sampled after the same turns.
@@ -79,16 +145,62 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 
 def to_json(simulation: Simulation) -> dict[str, Any]:
-    t = simulation.transcript
+    policies: dict[str, Any] = {}
+    for key, o in simulation.outcomes.items():
+        policies[key] = _outcome(o)
+        policy = simulation.policies.get(key)
+        if policy is not None:
+            policies[key]["policy"] = dataclasses.asdict(policy)
+            policies[key]["grid"] = grid_of(key, policy)
+    if simulation.hindsight is not None:
+        policies[HINDSIGHT] = _hindsight(simulation.hindsight)
     return {
-        "transcript": {
-            "source": t.source,
-            "turns": t.turns,
-            "actions": t.actions,
-            "critical": len(t.critical),
-        },
+        "transcript": _transcript(simulation.transcript),
         "window": simulation.window,
-        "policies": {key: _outcome(o) for key, o in simulation.outcomes.items()},
+        "policies": policies,
+    }
+
+
+def _transcript(t: Transcript) -> dict[str, Any]:
+    said = [e for e in t.events if isinstance(e, MemoryTurn)]
+    roles: dict[str, int] = {}
+    for e in said:
+        if e.role is not None:
+            roles[e.role] = roles.get(e.role, 0) + 1
+    return {
+        "source": t.source,
+        "turns": t.turns,
+        "actions": t.actions,
+        "critical": len(t.critical),
+        "questions": len(t.questions),
+        "sessions": len({e.session for e in said if e.session is not None}),
+        "speakers": sorted({e.speaker for e in said if e.speaker is not None}),
+        "roles": roles,
+    }
+
+
+def _answers(o: Answers) -> dict[str, Any]:
+    return {
+        "questions": o.questions,
+        "answerable_at_ask": o.answerable_at_ask,
+        "fully_at_ask": o.fully_at_ask,
+        "answerable_at_end": o.answerable_at_end,
+        "fully_at_end": o.fully_at_end,
+        "answers": [_answer(a) for a in o.answers],
+    }
+
+
+def _answer(a: Answer) -> dict[str, Any]:
+    return {
+        "question": a.question,
+        "evidence": list(a.evidence),
+        "at": a.at,
+        "kept_at_ask": list(a.kept_at_ask),
+        "kept_at_end": list(a.kept_at_end),
+        "answerable_at_ask": a.answerable_at_ask,
+        "fully_at_ask": a.fully_at_ask,
+        "answerable_at_end": a.answerable_at_end,
+        "fully_at_end": a.fully_at_end,
     }
 
 
@@ -108,4 +220,96 @@ def _outcome(o: Outcome) -> dict[str, Any]:
         "recalls_needed": o.recalls_needed,
         "ms_per_turn": round(o.ms_per_turn, 4),
         "window": list(o.window),
+        **_answers(o),
+    }
+
+
+_OUTCOME_ONLY = (
+    "turns", "actions", "critical_total", "critical_kept", "critical_retained", "retention",
+    "mean_importance", "whitelisted_total", "whitelisted_kept", "evictions",
+    "wrongful_evictions", "recalls_needed", "ms_per_turn", "window",
+)  # fmt: skip
+
+
+def _hindsight(o: Answers) -> dict[str, Any]:
+    """The ceiling's entry: the question measures; the rest null."""
+    return {**dict.fromkeys(_OUTCOME_ONLY), **_answers(o)}
+
+
+# -- several transcripts -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A measure over the transcripts that have it."""
+
+    mean: float
+    min: float
+    max: float
+    n: int  # transcripts measured
+
+
+def summary(simulations: Sequence[Simulation]) -> dict[str, dict[str, Spread | None]]:
+    """Per policy (in the order first met), per measure: its spread over the
+    transcripts, None where no transcript measured it."""
+    questions = any(s.transcript.questions for s in simulations)
+    rows: dict[str, list[Answers]] = {}
+    for simulation in simulations:
+        for key, o in _rows(simulation).items():
+            rows.setdefault(key, []).append(o)
+    found: dict[str, dict[str, Spread | None]] = {}
+    for key, outcomes in rows.items():
+        found[key] = {}
+        for measure in _measures(questions):
+            values = [v for v in (measure.of(o) for o in outcomes) if v is not None]
+            found[key][measure.name] = (
+                Spread(sum(values) / len(values), min(values), max(values), len(values))
+                if values
+                else None
+            )
+    return found
+
+
+def summary_table(simulations: Sequence[Simulation]) -> str:
+    """Several transcripts: per policy and measure, mean (min..max)."""
+    questions = any(s.transcript.questions for s in simulations)
+    measures = _measures(questions)
+    spreads = summary(simulations)
+    header = ["policy", *(m.title for m in measures)]
+    rows = [
+        [key, *(_spread_cell(m, found[m.name]) for m in measures)] for key, found in spreads.items()
+    ]
+    windows = sorted({s.window for s in simulations})
+    lines = [
+        f"{len(simulations)} transcripts; window of {', '.join(map(str, windows))} memories.",
+        *(f"  {_described(s.transcript)}" for s in simulations),
+        "",
+        "Mean (min..max) over the transcripts:",
+        *_aligned([header, *rows]),
+    ]
+    if HINDSIGHT in spreads:
+        lines += ["", HINDSIGHT_NOTE]
+    return "\n".join(lines)
+
+
+def _spread_cell(measure: Measure, spread: Spread | None) -> str:
+    if spread is None:
+        return "-"
+    if measure.share:
+        return f"{spread.mean:.0%} ({spread.min:.0%}..{spread.max:.0%})"
+    digits = measure.digits if measure.digits else 1
+    low, high = (f"{x:.{measure.digits}f}" for x in (spread.min, spread.max))
+    return f"{spread.mean:.{digits}f} ({low}..{high})"
+
+
+def summary_json(simulations: Sequence[Simulation]) -> dict[str, Any]:
+    return {
+        "transcripts": [to_json(s) for s in simulations],
+        "summary": {
+            key: {
+                name: dataclasses.asdict(spread) if spread is not None else None
+                for name, spread in found.items()
+            }
+            for key, found in summary(simulations).items()
+        },
     }

@@ -1,41 +1,53 @@
-"""A transcript: the memory turns and actions of one agent conversation, and
-the reader of a user's own log (JSONL, one JSON object a line).
+"""A transcript: the memory turns and actions of one agent conversation, the
+questions asked about it, and the reader of a user's own log (JSONL, one JSON
+object a line).
 
 A memory turn remembers something; an action touches, demotes, whitelists or
 forgets an earlier memory. Every event has its time (``at``, ms since the
 epoch), resolved when the transcript is read: a memory line without ``at``
 comes ``turn_ms`` after the line before it, an action without ``at`` happens at
 the time of the line before it.
+
+A question line names the turns that answer it (``evidence``) and, optionally,
+when it is asked (``at``; default: after the last event). It is no event: the
+replay checks, when the question is asked, which of its evidence turns the
+window holds. A memory turn without ``importance`` or ``category`` is
+unlabelled: a labeler (``memevict simulate --label``) gives it an importance
+before it is replayed.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from memevict.commands import MAX_ID_BYTES, MAX_NOW_MS
+from memevict.commands import MAX_ID_BYTES, MAX_NOW_MS, finite_number
 from memevict.errors import MemevictError
+from memevict.importance import CATEGORIES
 
-# The README's reference importances.
-IMPORTANCE: Mapping[str, float] = {
-    "instruction": 10.0,
-    "tool_error": 8.0,
-    "business": 7.0,
-    "conclusion": 5.0,
-    "context": 3.0,
-    "chitchat": 1.0,
-}
+IMPORTANCE = CATEGORIES  # the README's reference importances, by category
 START_MS = 1_700_000_000_000
 TURN_MS = 10_000
 
 ActionKind = Literal["touch", "demote", "whitelist", "forget"]
 ACTIONS: tuple[str, ...] = get_args(ActionKind)
-_TURN_FIELDS = {"id", "importance", "category", "text", "whitelist", "critical", "at"}
+_TURN_FIELDS = {
+    "id",
+    "importance",
+    "category",
+    "text",
+    "whitelist",
+    "critical",
+    "at",
+    "role",
+    "speaker",
+    "session",
+}
 _ACTION_FIELDS = {"action", "id", "at"}
+_QUESTION_FIELDS = {"question", "evidence", "at"}
 
 
 class BadTranscript(MemevictError, ValueError):
@@ -47,12 +59,15 @@ class MemoryTurn:
     """Remember ``id`` (an upsert if it exists) at ``at``."""
 
     id: str
-    importance: float
+    importance: float | None  # None: unlabelled, a labeler decides before the replay
     at: int
     text: str | None = None
     whitelist: bool = False
     critical: bool = False
     category: str | None = None
+    role: str | None = None  # user, assistant, system, tool, ...: passed to the labeler
+    speaker: str | None = None  # who said it, for reports
+    session: str | None = None  # which session of a multi-session conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +83,26 @@ Event = MemoryTurn | Action
 
 
 @dataclass(frozen=True, slots=True)
+class Question:
+    """A question about the conversation: the turns whose memories answer it
+    (any one is enough to answer, all of them to answer fully), and when it is
+    asked (None: at the end)."""
+
+    question: str
+    evidence: tuple[str, ...]
+    at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Transcript:
     events: tuple[Event, ...]
     source: str
+    questions: tuple[Question, ...] = ()
+
+    @property
+    def unlabelled(self) -> int:
+        """Memory turns without an importance yet."""
+        return sum(isinstance(e, MemoryTurn) and e.importance is None for e in self.events)
 
     @property
     def turns(self) -> int:
@@ -94,26 +126,55 @@ def read_jsonl(path: str | Path, turn_ms: int = TURN_MS) -> Transcript:
 
 def parse_lines(lines: Iterable[str], source: str, turn_ms: int = TURN_MS) -> Transcript:
     events: list[Event] = []
+    questions: list[tuple[int, Question]] = []  # with their line numbers
     known: set[str] = set()  # remembered and not forgotten since
+    said: set[str] = set()  # remembered by any line
     last_at: int | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            event = _event(_object(line), last_at, turn_ms)
+            data = _object(line)
+            if "question" in data:
+                questions.append((number, _question(data)))
+                continue
+            event = _event(data, last_at, turn_ms)
             if isinstance(event, Action) and event.id not in known:
                 raise ValueError(f"{event.action} of {event.id!r}, which no earlier line remembers")
         except ValueError as error:
             raise BadTranscript(f"{source} line {number}: {error}") from None
         if isinstance(event, MemoryTurn):
             known.add(event.id)
+            said.add(event.id)
         elif event.action == "forget":
             known.discard(event.id)
         events.append(event)
         last_at = event.at
     if not any(isinstance(e, MemoryTurn) for e in events):
         raise BadTranscript(f"{source}: no memory turns")
-    return Transcript(tuple(events), source)
+    for number, question in questions:
+        unknown = [e for e in question.evidence if e not in said]
+        if unknown:
+            raise BadTranscript(
+                f"{source} line {number}: evidence {unknown[0]!r} is not the id of any memory turn"
+            )
+    return Transcript(tuple(events), source, tuple(q for _, q in questions))
+
+
+def _question(data: dict[str, object]) -> Question:
+    _only(data, _QUESTION_FIELDS)
+    text = data["question"]
+    if not isinstance(text, str) or not text:
+        raise ValueError('"question" must be a non-empty string')
+    _utf8(text, "question")
+    evidence = data.get("evidence")
+    if (
+        not isinstance(evidence, list)
+        or not evidence
+        or not all(isinstance(e, str) and e for e in evidence)
+    ):
+        raise ValueError('"evidence" must be a non-empty list of memory ids')
+    return Question(text, tuple(dict.fromkeys(evidence)), _at(data.get("at"), None))
 
 
 def _object(line: str) -> dict[str, object]:
@@ -141,14 +202,15 @@ def _event(data: dict[str, object], last_at: int | None, turn_ms: int) -> Event:
     _only(data, _TURN_FIELDS)
     if at is None:
         at = last_at + turn_ms if last_at is not None else START_MS
-    if ("importance" in data) == ("category" in data):
-        raise ValueError('a memory turn needs exactly one of "importance" and "category"')
+    if "importance" in data and "category" in data:
+        raise ValueError('a memory turn takes at most one of "importance" and "category"')
     category = data.get("category")
+    importance: float | None = None
     if "category" in data:
         if not isinstance(category, str) or category not in IMPORTANCE:
             raise ValueError(f'"category" must be one of {", ".join(IMPORTANCE)}, got {category!r}')
         importance = IMPORTANCE[category]
-    else:
+    elif "importance" in data:
         importance = _importance(data["importance"])
     text = data.get("text")
     if text is not None and not isinstance(text, str):
@@ -163,7 +225,23 @@ def _event(data: dict[str, object], last_at: int | None, turn_ms: int) -> Event:
         whitelist=_flag(data, "whitelist"),
         critical=_flag(data, "critical"),
         category=category if isinstance(category, str) else None,
+        role=_name(data, "role"),
+        speaker=_name(data, "speaker"),
+        session=_name(data, "session"),
     )
+
+
+def _name(data: Mapping[str, object], field: str) -> str | None:
+    """role, speaker and session: a string (a session may be a number)."""
+    value = data.get(field)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and field == "session":
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError(f'"{field}" must be a string, got {value!r}')
+    _utf8(value, field)
+    return value
 
 
 def _utf8(value: str, what: str) -> bytes:
@@ -180,13 +258,8 @@ def _only(data: Mapping[str, object], allowed: set[str]) -> None:
 
 
 def _importance(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f'"importance" must be a number, got {value!r}')
-    try:
-        x = float(value)
-    except OverflowError:
-        x = math.inf
-    if not math.isfinite(x) or x <= 0:
+    x = finite_number(value)
+    if x is None or x <= 0:
         raise ValueError(f'"importance" must be a finite number > 0, got {value!r}')
     return x
 

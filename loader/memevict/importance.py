@@ -1,0 +1,676 @@
+"""Importance for every message: the built-in rule-based labeler, and the hook for your own.
+
+memevict ranks memories by importance x recency, so every message needs an importance.
+:func:`label` gives a message a category and names the rule that decided it; :func:`rules` is
+the same as a bare number, ready to pass as ``importance``. The rules are deterministic (no
+state, no randomness, no locale), English-only, and use nothing but precompiled standard
+``re`` patterns. They are written for two kinds of traffic: an agent's exchanges with its
+user and its tools, and long personal conversations between people (or a person and an
+assistant) where what matters later is who did what, when.
+
+Categories
+----------
+:data:`CATEGORIES` is the README's "Reference importances" table, and its one source::
+
+    instruction  10  user instruction / configuration
+    tool_error    8  tool error / alert
+    business      7  key business data; a personal fact with a date, number or name
+    conclusion    5  agent conclusion; a personal statement, preference or plan without one
+    context       3  general context
+    chitchat      1  greeting / chit-chat
+
+What the rules read
+-------------------
+``Message.text``, and ``role``, ``kind`` and ``tool_status`` compared case-insensitively.
+
+- *From a tool*: role "tool" or "function", or kind "tool_result" or ending in "_output"
+  ("function_call_output"), or any ``tool_status`` at all.
+- *From the agent*: role "assistant" or "model", or kind "reasoning".
+- *A question*: the text ends with "?".
+- Only the first and last 1,000 characters of a longer text are read, so a megabyte of tool
+  output costs what two pages do, and a traceback's last lines are still seen.
+
+Rules
+-----
+In this order; the first that applies decides, and ``Label.rule`` is its name.
+
+ 1. ``tool_failed`` -> tool_error: ``tool_status`` is "error", "failed" or "failure".
+ 2. ``system_prompt`` -> instruction: role "system" or "developer".
+ 3. ``tool_call`` -> context: kind "tool_use" or ending in "_call" ("function_call"): the
+    agent asking for a tool. The answer is what matters.
+ 4. ``tool_error_text`` -> tool_error: from a tool, with a strong or a weak error signature
+    (below). A status "ok"/"success"/"completed" does not overrule the text: a call that
+    completed may have run a command that failed.
+ 5. ``tool_key_data`` -> business: from a tool, with key data (below).
+ 6. ``tool_output`` -> context: any other tool output. Tool outputs never reach the rules
+    below, so a fetched page saying "from now on ..." is data, not an order.
+ 7. ``standing_order`` -> instruction: not from the agent; an order meant to last. Anywhere:
+    "from now on", "going forward", "from here on", "for all future", "in (the) future,
+    please/always/never/use ...", "I want/I'd like/I need you to", "address me as",
+    "call me <Name>", "remind me", "keep/make (your) answers/replies/responses ...", "I
+    prefer/like/want ... answers/replies/responses", "you must/should always/never/not".
+    At the start of a sentence (after an optional "please"): "always ...", "never ...",
+    "do not/don't ...", "remember to/that", "make sure", "don't forget", "stop <doing>",
+    "avoid ...", "use ...", "only use/answer/reply/...", "answer/reply/respond/write in
+    <language or format>". Idioms are not orders: "never mind", "never give up", "don't
+    worry", "always happy to help".
+ 8. ``credential`` -> instruction: "my/our/the/your <API key, password, token, secret, PIN,
+    passphrase, username, (deploy) key, ...> is/are/=/: <value>" (not "... is wrong/expired/
+    too weak", nor "the key is to ...").
+ 9. ``setting`` -> instruction: not from the agent; a sentence opening with "set/change/
+    switch/update ... to", "enable", "disable", "turn on/off", or an ``ENV_VAR=value``.
+10. ``error_signature`` -> tool_error: a strong error signature (below), from anyone.
+11. ``key_data`` -> business: key data (below).
+12. ``personal_fact`` -> business: a personal signal and a time, number or name signal:
+    "yesterday I went to Lisbon", "my sister turns 30", "I'm moving in June".
+13. ``dated_event`` -> business: not a question; a time signal with a number or a name:
+    "Anna's wedding is on June 12", "the certificate expires on 2024-07-01".
+14. ``conclusion`` -> conclusion: not a question; "root cause", "in summary", "to sum up",
+    "in conclusion", "I/we conclude", "the fix/solution/cause/culprit/problem/issue/answer/
+    reason is/was", "therefore", "which means", "this means/shows/confirms/suggests", "(it)
+    turns out", "TL;DR", "in short", "bottom line", "all in all", "overall,", "I've found
+    that".
+15. ``personal_statement`` -> conclusion: a personal signal alone: "I love hiking", "my
+    sister is visiting", "we decided to sell the house". Later questions ask about these,
+    so they rank above context and below a fact anchored by a date or a name.
+16. ``chitchat`` -> chitchat: no personal signal, and one of: at most 15 words with at
+    least one social phrase per five words and no time or number ("That's awesome!",
+    "Haha yes", "Sounds great, take care, Mel": a name is allowed, it is usually the person
+    addressed); a question of at most 8 words with no number or name ("How about you?",
+    "What do you think?"); at most 3 words with no time, number or name ("go ahead").
+17. ``context`` -> context: everything else, such as a long turn with no concrete signal.
+
+Signals
+-------
+Looked for by rules 11-16, each at most once per message and only when a rule asks:
+
+- *time*: yesterday, today, tonight, tomorrow; this/last/next/past/coming morning, night,
+  week(end), month, year, season or weekday; "... minutes/hours/days/weeks/months/years
+  ago/later/from now"; weekday names; month names ("march" and "may" only after
+  in/on/of/since/until/by/early/late/mid); clock times ("5pm", "17:30"); dates
+  ("2024-05-07", "5/7", "May 7th", "7 May", "on the 7th"); "in/since/until/by/of/from 2019".
+- *number*: digits or a number word (two..twelve, twenty..ninety, hundred, thousand,
+  million, billion, dozen). The digits of a date count too: "on 2024-07-01" alone is a
+  dated event.
+- *name*: a capitalised word (a capital then lowercase letters) after a space that does
+  not open a sentence or a line and is not a month or weekday: "Lisbon" in "we flew to
+  Lisbon", not "Sure" in "Sure, see you" nor "I'm".
+- *personal*: a personal fact, preference, life event, plan or decision:
+
+  - "my/our <family member, friend, partner, pet, job, company, home, car, birthday,
+    wedding, name, school, hobby, favourite, trip, class, project, team, ...>", and "I/we
+    have/had/got (a/two ...) <one of those>";
+  - "I'm a/an <noun>" (not "a bit/little/lot"), "I'm from/allergic/vegan/married/retired/
+    learning/...", "I work/live/grew up/study/teach ...";
+  - "I/we love/like/enjoy/hate/prefer X" unless X is it/that/this/them/you;
+  - "I/we (have) (just) moved/adopted/started/finished/bought/graduated/got married/joined/
+    quit/retired/visited/went/met/won/lost/failed/...", "I've been <doing>";
+  - "I'm/we're going to/gonna/planning/thinking of/hoping to/about to/moving/visiting/
+    flying/leaving/starting ...", "I/we (have) decided/plan/booked/scheduled/signed up/
+    applied ...", "I/we (always) want(ed) to/hope to/would love to", "my/our plan/goal/
+    decision".
+- *social*: greetings, thanks, goodbyes and reactions: hi, hello, good morning, thanks,
+  appreciate, take care, see you, cheers, haha, lol, wow, awesome, great, cool, nice,
+  amazing, congrats, sounds, glad, sorry to hear, good luck, me too, sure, ok, yes, yeah,
+  exactly, got it, makes sense, never mind, don't worry, love it, ...
+
+Key data: a money amount ("$1,200", "50 euros"), an email address, a phone number, a
+reference ("order #4521", "invoice INV-2024-17", "account_id: 99812", "#1234"), or a
+business term (budget, price, cost, revenue, deadline, quote, salary, rent, payment, refund,
+discount, sales, profit, contract, invoice, fee, deposit, loan, quota, forecast, ...)
+together with a number or a time.
+
+Error signatures are looked for after removing the phrases that deny or clear an error: "no
+(new) errors (found)", "zero failures", "0 failed", "errors: 0", "error-free", "without
+errors", "didn't fail", "fixed the (500) error", and "I/we/you failed to" (a person's
+failure, not a system's).
+
+- *strong* (any message): "Traceback"; "error:", "fatal:", "panic:", "alert:",
+  "exception:"; a class name ending in Error or Exception, and ERROR, ERR, FATAL, CRITICAL,
+  ALERT, FAILED in capitals (these two are read as written, denials and all); an HTTP
+  4xx/5xx code after "HTTP", "status", "error", "code" or "got a", or before its reason
+  ("503 Service Unavailable", "404 error"); permission/access denied; connection
+  refused/reset; timed out; timeout error/exceeded; deadline exceeded;
+  out of memory; OOMKilled; segmentation fault; core dumped; no space left; exit code/status
+  1-9...; non-zero exit; rate limited/rate limit exceeded; quota exceeded; "<build, test(s),
+  job, deploy(ment), pipeline, migration, request, query, command, task, step, check,
+  backup, upload, download, install(ation), login, authentication, payment, transaction,
+  run> (has) failed"; "failed to <verb>"; "<site/server/service/api/database/app/cluster/
+  node/host/network/prod/system> is/are/went down"; outage; alert(s) fired/triggered.
+- *weak* (tool outputs only): error(s), fail(s/ed/ing/ure), denied, refused, forbidden,
+  unauthorized, not found, no such, invalid, cannot, can't, could not, unable to,
+  unavailable, timeout, crash(ed), abort(ed), killed, panic, fatal, exception(s).
+
+Your own labeler
+----------------
+A :class:`Labeler` is any callable taking a :class:`Message` and returning its importance,
+or an awaitable of it (a model call, say). :func:`importance_of` calls a synchronous one and
+:func:`aimportance_of` any one, and both check the answer is a finite number > 0
+(:class:`~memevict.errors.BadImportance` otherwise). :func:`load_labeler` turns a string
+(from a command line or a config file) into a labeler: "rules" is :func:`rules`;
+"package.module:name" or "package.module.name" imports that callable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Final, Protocol, cast
+
+from memevict.commands import finite_number
+from memevict.errors import BadArgument, BadImportance
+
+__all__ = [
+    "CATEGORIES",
+    "Label",
+    "Labeler",
+    "Message",
+    "aimportance_of",
+    "importance_of",
+    "label",
+    "load_labeler",
+    "rules",
+]
+
+CATEGORIES: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        "instruction": 10.0,
+        "tool_error": 8.0,
+        "business": 7.0,
+        "conclusion": 5.0,
+        "context": 3.0,
+        "chitchat": 1.0,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message, tool call or tool result to label."""
+
+    text: str
+    role: str | None = None
+    kind: str | None = None
+    tool_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """The category of a message, its importance and the rule that decided it."""
+
+    category: str
+    importance: float
+    rule: str
+
+
+class Labeler(Protocol):
+    """Gives a message its importance, directly or as an awaitable."""
+
+    def __call__(self, message: Message, /) -> float | Awaitable[float]: ...
+
+
+# --- what the rules look for --------------------------------------------------------------
+# Patterns named *_CASED run on the text as written; the others on "\n" + the lowercased
+# text, and most of them start with _B: a word start, like \b but a character set, which
+# lets the regex engine jump from candidate to candidate (several times faster than \b).
+# The "\n" makes the first word both a word start and a sentence start.
+
+_READ = 1000  # characters read from each end of a long text
+
+_FAILED_STATUS = frozenset({"error", "failed", "failure"})
+_TOOL_ROLES = frozenset({"tool", "function"})
+_AGENT_ROLES = frozenset({"assistant", "model"})
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_CALL_KINDS = ("_call", "tool_use")
+_OUTPUT_KINDS = ("_output", "tool_result")
+
+
+def _any(words: str) -> str:
+    """A non-capturing alternation of space-separated words ("_" stands for a space)."""
+    return "(?:" + "|".join(w.replace("_", " ") for w in words.split()) + ")"
+
+
+_B = r"[\s\"'(\[{/*#@,.;:!?<>|=+&-]"
+_SENTENCE_START = r"[.!?;\n]\s*"
+_LANGUAGES = _any(
+    "english french spanish german italian portuguese dutch chinese japanese korean russian"
+    " arabic hindi polish swedish turkish greek plain_text markdown json bullet_points"
+)
+
+_STANDING_ORDER = re.compile(
+    rf"{_B}(?:from now on|going forward|from here on|for all future"
+    r"|in (?:the )?future,? (?:please|always|never|don't|do not|use|only)\b"
+    r"|i want you to|i'd like you to|i need you to|address me as|remind me\b"
+    r"|(?:keep|make) (?:your |the |all )?(?:answers|replies|responses)\b"
+    r"|i (?:prefer|like|want|'d like|would like) (?:\w+ ){0,3}(?:answers|replies|responses)\b"
+    r"|you (?:must|should|shall) (?:always|never|not)\b)"
+)
+_IMPERATIVE = re.compile(  # a standing order that opens a sentence
+    rf"{_SENTENCE_START}(?:please\s+)?(?:"
+    r"always (?!" + _any("happy glad good great nice fun a the so been was is") + r"\b)"
+    r"|never (?!" + _any("mind give_up ever again a the been was is") + r"\b)"
+    r"|(?:do not|don't) (?!" + _any("worry mention_it be feel know think") + r"\b)"
+    r"|remember (?:to|that)|make sure|don't forget|stop \w+ing|avoid \w|use \w"
+    r"|only (?:use|answer|reply|respond|write|include|show|send) "
+    rf"|(?:answer|reply|respond|write|talk|speak)(?: to me)?(?: only)? in {_LANGUAGES}\b)"
+)
+_ORDER_CASED = re.compile(r"[Cc]all me [A-Z][a-z]")
+_CREDENTIAL = re.compile(
+    rf"{_B}(?:my|our|the|your) (?:\w+ )?"
+    + _any(
+        "api_key api-key apikey access_key secret_key private_key ssh_key key password"
+        " passphrase passcode pin token secret username"
+    )
+    + r"s?\s*(?:is|are|=|:)\s*(?!"
+    + _any(
+        "too not wrong incorrect invalid expired broken missing correct weak strong required"
+        " still also the a an to that in on at"
+    )
+    + r"\b)\S"
+)
+_SETTING = re.compile(
+    rf"{_SENTENCE_START}(?:please\s+)?(?:"
+    r"(?:set|change|switch|update) (?:the |my |our |your )?[\w .-]{1,40}? to\b"
+    r"|enable \w|disable \w|turn (?:on|off) \w|turn \w+ (?:on|off)\b)"
+)
+_SETTING_CASED = re.compile(r"[A-Z][A-Z0-9_]{2,}=\S")  # ENV_VAR=value
+
+_DENIED_ERRORS = re.compile(
+    rf"{_B}(?:(?:no|zero|0|without|never|free of) (?:\w+ )?"
+    + _any("errors? exceptions? failures? failed failing alerts? timeouts? crash(?:es)?")
+    + r"\b(?: (?:found|detected|reported|occurred|were found))?"
+    r"|(?:errors?|failures?|failed|exceptions?)\s*[:=]\s*0\b"
+    r"|(?:error|crash|failure)[- ]free\b"
+    r"|(?:didn't|didnt|did not|never|not|won't|doesn't|does not) (?:\w+ )?fail(?:ed|ing|s)?\b"
+    r"|(?:fix|fixed|fixing|resolve[ds]?|resolving|solved?|solving) (?:the |that |this |an? )?"
+    r"(?:[\w-]+ ){0,2}(?:error|bug|issue|crash|failure|exception|outage)s?\b"
+    r"|(?:i|we|you) (?:\w+ )?failed to\b)"
+)
+_STRONG_ERROR = re.compile(
+    rf"{_B}(?:traceback\b|(?:error|fatal|panic|alert|exception)\s*:"
+    r"|(?:http(?:/\d(?:\.\d)?)?|status(?: code)?|error(?: code)?|code|got an?)"
+    r"\s*[:=]?\s*[45]\d\d\b"
+    r"|[45]\d\d\s+"
+    + _any(
+        "bad_request unauthori[sz]ed forbidden not_found method_not_allowed conflict gone"
+        " too_many_requests internal_server_error bad_gateway service_unavailable"
+        " gateway_time-?out error"
+    )
+    + r"\b|(?:permission|access) denied|connection (?:refused|reset)|timed out\b"
+    r"|timeout (?:error|exceeded)|deadline exceeded|out of memory|oomkilled\b"
+    r"|segmentation fault|core dumped|no space left|exit (?:code|status) [1-9]"
+    r"|non-zero exit|rate limit(?:ed| exceeded)|quota exceeded"
+    r"|"
+    + _any(
+        "build tests? job deploy(?:ment)? pipeline migration request query command task step"
+        " check backup upload download install(?:ation)? login authentication payment"
+        " transaction run"
+    )
+    + r" (?:has |have )?failed\b|failed to \w"
+    r"|(?:site|server|service|api|database|db|app|website|cluster|node|host|network|prod"
+    r"|production|system)s? (?:is|are|went) down\b|outage|alerts? (?:fired|triggered))"
+)
+_STRONG_ERROR_CASED = re.compile(  # KeyError, SomeException (not a bare "Error"), ERROR, ...
+    r"(?:Error(?<=[A-Za-z]Error)|Exception(?<=[A-Za-z]Exception)"
+    r"|ERROR|ERR|FATAL|CRITICAL|ALERT|FAILED)\b"
+)
+_WEAK_ERROR = re.compile(
+    rf"{_B}(?:errors?|fail(?:ed|ure|ures|s|ing)?|denied|refused|forbidden|unauthori[sz]ed"
+    r"|not found|no such|invalid|cannot|can'?t|could not|couldn'?t|unable to|unavailable"
+    r"|timeout|crash(?:ed|es)?|abort(?:ed)?|killed|panic|fatal|exceptions?)\b"
+)
+
+_DIGIT = re.compile(r"\d")
+_EMAIL = re.compile(r"\w@[\w-]+\.[a-z]")
+_KEY_SYMBOL = re.compile(  # money, a phone number, a "#1234" reference
+    r"\$ ?\d|€ ?\d|£ ?\d|¥ ?\d|₹ ?\d|\+\d[\d ()-]{7,}\d|\(\d{3}\) ?\d{3}-\d{4}|#\d{3,}\b"
+)
+_KEY_WORD = re.compile(  # money in words, a reference number, a phone number
+    rf"{_B}(?:\d[\d,.]*\s?(?:k|m|bn)?\s?(?:usd|eur|gbp|dollars?|euros?|pounds?|bucks)\b"
+    r"|"
+    + _any(
+        "order invoice account acct ticket case po customer client contract booking"
+        " reservation confirmation tracking iban sku claim shipment"
+    )
+    + r"(?:[ _-]?(?:id|no|number|num|ref))?\b[\"']?\s*[:#=]?\s*[\"']?(?:[a-z]{1,5}-?)?\d[\w-]+"
+    r"|\d{3}[-.]\d{3}[-.]\d{4}\b)"
+)
+_BUSINESS_TERM = re.compile(
+    rf"{_B}"
+    + _any(
+        "budget price pricing costs? revenue deadline due_date quote salary rent payment"
+        " refund discount sales profit margin contract renewal invoice fee deposit mortgage"
+        " loan quota headcount forecast arr mrr"
+    )
+    + r"\b"
+)
+
+_CONCLUSION = re.compile(
+    rf"{_B}(?:root cause|in summary|to sum(?:marize| up)|to summarise|in conclusion|to conclude"
+    r"|(?:i|we) (?:can )?conclude|the (?:fix|solution|cause|culprit|problem|issue|answer|reason)"
+    r" (?:is|was)|therefore|which means|this (?:means|shows|confirms|suggests) (?:that)?"
+    r"|it turns out|turns out|tl;?dr|in short|bottom line|all in all|overall,"
+    r"|(?:i|we)(?:'ve| have)? found that)"
+)
+
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_PERIOD = (  # what "last/next/this ..." can name
+    r"(?:few |couple of )?(?:morning|afternoon|evening|night|weekends?|weeks?|months?"
+    rf"|years?|summer|winter|spring|fall|autumn|{_WEEKDAY})"
+)
+_TIME_WORDS = re.compile(
+    rf"{_B}(?:yesterday|today|tonight|tomorrow|this {_PERIOD}|last {_PERIOD}|next {_PERIOD}"
+    rf"|past {_PERIOD}|coming {_PERIOD}|upcoming {_PERIOD}|{_WEEKDAY}"
+    r"|(?:minutes?|hours?|days?|weeks?|months?|years?|decades?) (?:ago|later|from now)"
+    r"|january|february|april|june|july|august|september|october|november|december"
+    r"|(?:in|on|of|since|until|by|early|late|mid) (?:march|may))\b"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t|tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?\b"
+_TIME_DIGITS = re.compile(  # only tried when the text has a digit
+    rf"{_B}(?:\d{{1,2}}(?::\d\d)? ?[ap]\.?m\b|\d{{1,2}}:\d\d|\d{{4}}-\d\d-\d\d"
+    r"|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:in|since|until|by|of|from) (?:19|20)\d\d\b"
+    rf"|on the {_DAY}|{_MONTH} {_DAY}|{_DAY} (?:of )?{_MONTH})"
+)
+_NUMBER_WORD = re.compile(
+    rf"{_B}"
+    + _any(
+        "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty"
+        " sixty seventy eighty ninety hundreds? thousands? millions? billions? dozens?"
+    )
+    + r"\b"
+)
+_CAPITALISED_CASED = re.compile(r"[ \t]+([A-Z][a-z]+)")
+_NOT_BEFORE_A_NAME = frozenset('.!?:;"“([—-\n')  # a word after these opens a sentence
+_NOT_NAMES = frozenset(
+    {
+        "January", "February", "March", "April", "May", "June", "July", "August",
+        "September", "October", "November", "December",
+        "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+    }
+)  # fmt: skip
+
+_RELATIONS = _any(  # what "my ..." is about when it is personal
+    "sisters? brothers? siblings? mom mum mother dad father parents? wife husband partner"
+    " spouse fianc\\w* boyfriend girlfriend sons? daughters? kids? children baby family"
+    " grand\\w+ aunt uncle cousins? niece nephew friends? roommate neighbou?r boss manager"
+    " coworkers? colleagues? dogs? cats? pets? puppy kitten horse job career company business"
+    " house home apartment flat car bike birthday anniversary wedding name hometown degree"
+    " school college university major thesis hobby hobbies favou?rite trip vacation holiday"
+    " class course exam project garden team band"
+)
+_FACT = (  # personal facts, preferences and life events
+    rf"(?:my|our) (?:\w+ )?{_RELATIONS}\b"
+    rf"|(?:i|we) (?:have|had|got) (?:an? |\w+ ){{0,2}}{_RELATIONS}\b"
+    r"|i(?:'m| am) an? (?!" + _any("bit little lot") + r"\b)\w"
+    r"|i(?:'m| am) (?:originally )?"
+    + _any(
+        "from allergic vegan vegetarian married engaged divorced single pregnant retired"
+        " learning studying training volunteering"
+    )
+    + r"\b|i (?:work|worked|live|lived|grew up|study|studied|teach|taught)\b"
+    r"|(?:i|we) (?:really |absolutely |totally |just |also )?"
+    r"(?:love|like|enjoy|hate|prefer|adore|dislike)s? (?!"
+    + _any("it that this those these them you yours? the_idea")
+    + r"\b)\w"
+    r"|(?:i|we)(?:'ve| have| had)?(?: just| finally| recently| also)? "
+    + _any(
+        "moved adopted started finished bought graduated got_married got_engaged got_divorced"
+        " got_promoted got_hired got_a got_an got_my joined quit retired visited went"
+        " traveled travelled met won lost signed_up volunteered ran painted wrote published"
+        " launched opened sold built began completed passed failed took_up learned learnt"
+        " married celebrated hosted attended"
+    )
+    + r"\b|i(?:'ve| have) been \w+ing\b"
+)
+_PLAN = (  # plans and decisions
+    r"(?:i|we)(?:'m| am|'re| are) (?:going to|gonna|planning|thinking (?:of|about)"
+    r"|hoping to|about to|considering|dreaming of|saving (?:up )?for|moving|visiting|flying"
+    r"|traveling|travelling|leaving|hosting|attending|joining|starting|getting married)\b"
+    r"|(?:i|we)(?:'ve| have)? (?:decided|plan|planned|intend|booked|scheduled|registered"
+    r"|signed up|enrolled|applied|chose|picked)\b"
+    r"|(?:i|we)(?:'ve| have)?(?: always| really)? (?:want(?:ed)? to|wanna|hope to|hoped to"
+    r"|would love to|'d love to)\b|(?:my|our) (?:plan|goal|decision)\b"
+)
+_PERSONAL = re.compile(rf"{_B}(?:{_FACT}|{_PLAN})")
+_SOCIAL = re.compile(
+    rf"{_B}"
+    + _any(
+        "hi hey hello hiya howdy good_morning good_afternoon good_evening good_night bye"
+        " goodbye see_you see_ya take_care talk_soon talk_later cheers thanks? thx ty"
+        " appreciate(?:d)? no_worries no_problem np haha\\w* hehe\\w* lol lmao wow whoa omg"
+        " awesome great cool nice amazing wonderful fantastic lovely sweet perfect brilliant"
+        " congrat\\w* sounds glad happy_for_you sorry_to_hear good_luck fingers_crossed"
+        " happy_birthday me_too same_here of_course sure ok okay yes yeah yep yup nope absolutely"
+        " definitely totally exactly indeed agreed oh aw+ yay woo\\w* got_it makes_sense"
+        " fair_enough never_mind don't_worry i_see fun proud beautiful love_it love_that"
+        " love_this enjoy(?:ed)?_it welcome"
+    )
+    + r"\b"
+)
+
+
+# --- one message, as the rules see it ----------------------------------------------------
+
+
+def _lower(value: str | None) -> str:
+    return value.strip().lower() if value else ""
+
+
+class _Seen:
+    """A message as the rules read it. Each reading past the metadata is computed on first
+    use and kept, so a message decided by an early rule costs little."""
+
+    def __init__(self, message: Message) -> None:
+        text = message.text
+        if len(text) > 2 * _READ:
+            text = text[:_READ] + "\n" + text[-_READ:]
+        self.text = text = text.replace("\u2019", "'")  # curly apostrophes
+        self.low = "\n" + text.lower()
+        role, kind, self.status = (
+            _lower(message.role),
+            _lower(message.kind),
+            _lower(message.tool_status),
+        )
+        self.system = role in _SYSTEM_ROLES
+        self.call = kind.endswith(_CALL_KINDS)
+        self.from_tool = role in _TOOL_ROLES or kind.endswith(_OUTPUT_KINDS) or bool(self.status)
+        self.from_agent = role in _AGENT_ROLES or kind == "reasoning"
+        self.question = text.rstrip().endswith("?")
+
+    @cached_property
+    def undenied(self) -> str:
+        """The lowercased text without the phrases that deny an error."""
+        return _DENIED_ERRORS.sub(" ", self.low)
+
+    @cached_property
+    def strong_error(self) -> bool:
+        # Removing denials only removes matches, so the cheap search on the raw text goes first.
+        return bool(
+            (_STRONG_ERROR.search(self.low) and _STRONG_ERROR.search(self.undenied))
+            or _STRONG_ERROR_CASED.search(self.text)
+        )
+
+    @cached_property
+    def weak_error(self) -> bool:
+        return bool(_WEAK_ERROR.search(self.low) and _WEAK_ERROR.search(self.undenied))
+
+    @cached_property
+    def digit(self) -> bool:
+        return _DIGIT.search(self.low) is not None
+
+    @cached_property
+    def key_data(self) -> bool:
+        low = self.low
+        if "@" in low and _EMAIL.search(low):
+            return True
+        if self.digit and (_KEY_SYMBOL.search(low) or _KEY_WORD.search(low)):
+            return True
+        return (self.digit or self.time) and _BUSINESS_TERM.search(low) is not None
+
+    @cached_property
+    def time(self) -> bool:
+        low = self.low
+        return bool(_TIME_WORDS.search(low) or (self.digit and _TIME_DIGITS.search(low)))
+
+    @cached_property
+    def number(self) -> bool:
+        return self.digit or _NUMBER_WORD.search(self.low) is not None
+
+    @cached_property
+    def name(self) -> bool:
+        text = self.text
+        for found in _CAPITALISED_CASED.finditer(text):
+            start = found.start()
+            if (
+                start
+                and text[start - 1] not in _NOT_BEFORE_A_NAME
+                and found.group(1) not in _NOT_NAMES
+            ):
+                return True
+        return False
+
+    @cached_property
+    def personal(self) -> bool:
+        return _PERSONAL.search(self.low) is not None
+
+    @cached_property
+    def words(self) -> int:
+        return len(self.low.split())
+
+    @cached_property
+    def social(self) -> int:
+        """How many social phrases."""
+        return len(_SOCIAL.findall(self.low))
+
+
+def _standing_order(m: _Seen) -> bool:
+    low = m.low
+    return not m.from_agent and bool(
+        _STANDING_ORDER.search(low) or _IMPERATIVE.search(low) or _ORDER_CASED.search(m.text)
+    )
+
+
+def _setting(m: _Seen) -> bool:
+    return not m.from_agent and bool(_SETTING.search(m.low) or _SETTING_CASED.search(m.text))
+
+
+def _chitchat(m: _Seen) -> bool:
+    if m.personal:
+        return False
+    if m.words <= 15 and m.social * 5 >= m.words and not (m.time or m.number):
+        return True
+    if m.question and m.words <= 8 and not (m.number or m.name):
+        return True
+    return m.words <= 3 and not (m.time or m.number or m.name)
+
+
+_Rule = tuple[str, Callable[[_Seen], bool], str]
+
+# (name, applies, category), tried in order: the module docstring explains each.
+_RULES: Final[tuple[_Rule, ...]] = (
+    ("tool_failed", lambda m: m.status in _FAILED_STATUS, "tool_error"),
+    ("system_prompt", lambda m: m.system, "instruction"),
+    ("tool_call", lambda m: m.call, "context"),
+    ("tool_error_text", lambda m: m.from_tool and (m.strong_error or m.weak_error), "tool_error"),
+    ("tool_key_data", lambda m: m.from_tool and m.key_data, "business"),
+    ("tool_output", lambda m: m.from_tool, "context"),
+    ("standing_order", _standing_order, "instruction"),
+    ("credential", lambda m: _CREDENTIAL.search(m.low) is not None, "instruction"),
+    ("setting", _setting, "instruction"),
+    ("error_signature", lambda m: m.strong_error, "tool_error"),
+    ("key_data", lambda m: m.key_data, "business"),
+    ("personal_fact", lambda m: m.personal and (m.time or m.number or m.name), "business"),
+    ("dated_event", lambda m: not m.question and m.time and (m.number or m.name), "business"),
+    ("conclusion", lambda m: not m.question and bool(_CONCLUSION.search(m.low)), "conclusion"),
+    ("personal_statement", lambda m: m.personal, "conclusion"),
+    ("chitchat", _chitchat, "chitchat"),
+)
+
+
+# --- the API ------------------------------------------------------------------------------
+
+
+def label(message: Message) -> Label:
+    """The category of ``message`` by the built-in rules, and the rule that decided it."""
+    if not isinstance(message, Message):
+        raise BadArgument(f"label() takes a Message, not {type(message).__name__}")
+    seen = _Seen(message)
+    for name, applies, category in _RULES:
+        if applies(seen):
+            return Label(category, CATEGORIES[category], name)
+    return Label("context", CATEGORIES["context"], "context")
+
+
+def rules(message: Message) -> float:
+    """The built-in labeler: the importance :func:`label` gives ``message``."""
+    return label(message).importance
+
+
+def _checked(value: object, labeler: object) -> float:
+    x = finite_number(value)
+    if x is None or x <= 0:
+        raise BadImportance(f"labeler {labeler!r} returned {value!r}; need a finite number > 0")
+    return x
+
+
+def importance_of(labeler: Labeler, message: Message) -> float:
+    """Call a synchronous ``labeler`` on ``message`` and check its answer.
+
+    Raises BadImportance unless the answer is a finite number > 0, and BadArgument if the
+    labeler returned an awaitable (use :func:`aimportance_of` for that one).
+    """
+    value = labeler(message)
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited; closing it avoids a RuntimeWarning
+        raise BadArgument(f"labeler {labeler!r} returned an awaitable; call aimportance_of for it")
+    return _checked(value, labeler)
+
+
+async def aimportance_of(labeler: Labeler, message: Message) -> float:
+    """Call ``labeler`` on ``message``, awaiting its answer if it returned an awaitable,
+    and check it as :func:`importance_of` does."""
+    value = labeler(message)
+    if inspect.isawaitable(value):
+        value = await value
+    return _checked(value, labeler)
+
+
+def load_labeler(spec: str) -> Labeler:
+    """The labeler named by ``spec``: "rules" (the built-in rules), or a callable to import
+    as "package.module:name" or "package.module.name".
+
+    Raises BadArgument when the module or the name cannot be imported or is not callable.
+    """
+    spec = spec.strip()
+    if spec == "rules":
+        return rules
+    module_name, colon, attr = spec.partition(":")
+    if not colon:
+        module_name, _, attr = spec.rpartition(".")
+    if not module_name or not attr:
+        raise BadArgument(
+            f"labeler {spec!r}: expected 'rules', 'package.module:name' or 'package.module.name'"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import can fail any way; say which labeler and why
+        raise BadArgument(f"labeler {spec!r}: cannot import module {module_name!r}: {exc}") from exc
+    found: object = module
+    for part in attr.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError as exc:
+            raise BadArgument(f"labeler {spec!r}: {module_name!r} has no {attr!r}") from exc
+    if not callable(found):
+        raise BadArgument(f"labeler {spec!r}: {found!r} is not callable")
+    return cast(Labeler, found)
