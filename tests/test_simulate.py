@@ -1048,6 +1048,27 @@ def test_the_sessions_generator_asks_questions(server: Server, client: redis.Red
     assert client.dbsize() == 0
 
 
+def test_memevict_answers_more_questions_than_fifo_across_sessions(client: redis.Redis) -> None:
+    """The multi-session result at a small size (README, Choosing the clock):
+    defaults and the rules labeler against FIFO, three seeds of 8 sessions."""
+    from memevict.simulate.labels import label_transcript
+    from memevict.simulate.sessions import generate_sessions
+
+    answered: dict[str, list[float]] = {"fifo": [], "memevict": []}
+    for seed in (1, 2, 3):
+        t = label_transcript(generate_sessions(seed, 8), rules)
+        result = simulate(
+            client, t, 20, memevict_policies(20, {}, []), policies=("fifo", "memevict")
+        )
+        for key in answered:
+            found = result.outcomes[key].answerable_at_end
+            assert found is not None
+            answered[key].append(found)
+    assert all(m > f for m, f in zip(answered["memevict"], answered["fifo"], strict=True))
+    assert sum(answered["memevict"]) >= 2 * sum(answered["fifo"]), answered
+    assert client.dbsize() == 0
+
+
 # -- grid values keep their types; concurrent runs never meet ---------------------
 
 
