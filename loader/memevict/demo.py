@@ -38,7 +38,7 @@ def run_demo(
         kept = ["kept" if memory_id in result.outcomes[k].critical_kept else "LOST" for k in keys]
         echo(f"  {memory_id:<24}  {'  '.join(f'{k:<8}' for k in kept)}{said[memory_id]}")
     echo(
-        "\nLonger conversations, other settings (--grid half_life_s=600,3600) and your\n"
+        "\nLonger conversations, other settings (--grid half_life_memories=200,2000) and\nyour "
         "own log (--transcript FILE.jsonl): memevict simulate --help."
     )
     return result
