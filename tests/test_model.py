@@ -1,9 +1,10 @@
 """Model-based test: random operation sequences on a real store and on tests/model.py.
 
 Each example draws a small policy (either clock), then runs up to STEPS
-operations (policy changes included) with an explicit, only-advancing clock
-on a small id alphabet (so operations collide on the same memories), applying
-each to the store and to the model. Every reply must match the model's, and
+operations (policy changes, and memories whose importance comes from the
+built-in labeler, included) with an explicit, only-advancing clock on a small
+id alphabet (so operations collide on the same memories), applying each to
+the store and to the model. Every reply must match the model's, and
 after every step the whole state must too: every hot memory field by field and
 in order through top(), every cold one through get(), stats(), and the raw
 keys of the namespace (which ids exist, each index's members, texts, the
@@ -33,6 +34,7 @@ from hypothesis.stateful import (
 )
 
 from memevict import Memory, MemoryStore, NotFound, Policy, Remembered
+from memevict.importance import CATEGORIES, Message, importance_of, label, rules
 from memevict.scripts import key_name
 from tests.model import Mem, Model, NearTie, Unknown
 
@@ -51,6 +53,18 @@ rates = st.sampled_from([0.5, 0.9, 1.0]) | st.floats(0.01, 1.0)
 # (half_life_s is one) let recency outweigh importance.
 steps_ms = st.sampled_from([0, 1, 999, 1000, 2000, 60_000, 180_000]) | st.integers(0, 240_000)
 texts = st.sampled_from([None, "x", "y"])
+# Messages for the labeler, one per category, each with the category the README's
+# rules give it (decided by hand, not by running the labeler).
+LABELLED = (
+    (Message("hi!", role="user"), "chitchat"),
+    (Message("From now on, answer in French.", role="user"), "instruction"),
+    (Message("my password is hunter2", role="user"), "instruction"),
+    (Message("Traceback (most recent call last):\nKeyError: 3", role="tool"), "tool_error"),
+    (Message("The budget for Q3 is $12,000.", role="user"), "business"),
+    (Message("The root cause was a stale cache.", role="assistant"), "conclusion"),
+    (Message("we talked about the design of the parser at length", role="user"), "context"),
+    (Message("ls -la", kind="function_call"), "context"),
+)
 # Both clocks, and half-lives short enough that recency matters on each.
 clocks = st.sampled_from(["wall", "activity"])
 half_lives_s = st.sampled_from([30.0, 60.0, 600.0])
@@ -155,6 +169,18 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
                 reject()
             got = self.store.remember(id, importance, text=text, whitelist=whitelist, now=self.now)
             assert_remembered(got, want)
+
+        # Importance as an agent gets it: from the built-in labeler. The category
+        # of each message is known by hand (the README's rules), so the model
+        # takes the table's value and the store the labeler's.
+        @rule(id=ids, labelled=st.sampled_from(LABELLED), whitelist=st.booleans())
+        def remember_labelled(
+            self, id: str, labelled: tuple[Message, str], whitelist: bool
+        ) -> None:
+            message, category = labelled
+            importance = importance_of(rules, message)
+            assert importance == CATEGORIES[category], (message, label(message))
+            self.remember(id, importance, message.text, whitelist)
 
         # Hypothesis picks among rules evenly; this second way in keeps the hot
         # tier full enough that most steps evict, demote or recall something.
