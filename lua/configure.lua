@@ -9,7 +9,8 @@
 -- KEYS[1] policy: hash, the namespace's Policy fields
 -- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (memories
 --   remembered: the jitter counter and the activity clock), g0 and x0 (the recency
---   clock's value and position, ms or seq, where the policy last changed)
+--   clock's value and position, ms or seq, where the policy last changed), latest
+--   (the latest now a write used: the namespace's time, which never runs back)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -75,7 +76,9 @@ local status = 'created'
 local g_now = 0 -- the recency clock G where the new policy takes over
 if stored[1] ~= false then
   status = 'replaced'
-  g_now = clock(now, load_policy())
+  local old_p, old_st = load_policy()
+  now = namespace_now(now, old_st)
+  g_now = clock(now, old_p, old_st)
 end
 
 local fields = {}
@@ -95,7 +98,7 @@ st.g0, st.x0 = g_now, position(now, p, st)
 rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
 if status == 'replaced' then
   local t = read_tiers(now)
-  expire_protection(t)
+  start_writes(t, st)
   cap_whitelist(now, p, st)
   enforce(p, t)
 end

@@ -8,7 +8,7 @@
 -- rate), so a retried call must carry the same call id to apply once.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)

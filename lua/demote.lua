@@ -6,7 +6,7 @@
 -- whitelisted is left alone.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -33,6 +33,7 @@ check_layout()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
+now = namespace_now(now, st)
 
 return once(p, function()
   local m = read_meta(id)
@@ -41,7 +42,7 @@ return once(p, function()
   if not m.wl then
     return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, math.max(0, t.size - p.max_hot)}
   end
-  expire_protection(t)
+  start_writes(t, st)
   lift(m, t)
   m.wl = false
   write_meta(m)

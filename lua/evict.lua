@@ -5,7 +5,7 @@
 -- Whitelisted and protected memories are never evicted.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -29,12 +29,13 @@
 
 check_layout()
 local now = arg_now(ARG.now)
-local p = load_policy()
+local p, st = load_policy()
+now = namespace_now(now, st)
 
 return once(p, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
   local t = read_tiers(now)
-  expire_protection(t)
+  start_writes(t, st)
   local evicted, over = enforce(p, t)
   return {evicted, over}
 end)

@@ -3,7 +3,7 @@
 -- on replicas and on a server at maxmemory.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -25,6 +25,7 @@ check_call()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
+now = namespace_now(now, st)
 
 local m = read_meta(id)
 if not m then return nil end

@@ -10,7 +10,7 @@
 -- (by importance x recency; possibly this one) to ordinary memories.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -46,13 +46,14 @@ local has_text = arg_flag(ARG.has_text, 'has_text')
 local whitelist = arg_flag(ARG.whitelist, 'whitelist')
 local now = arg_now(ARG.now)
 local p, st = load_policy()
+now = namespace_now(now, st)
 
 -- Writes start here.
 return once(p, function()
   local m = read_meta(id) or {id = id, created = now, wl = false, new = true}
   local t = read_tiers(now)
   -- Writes start here.
-  expire_protection(t)
+  start_writes(t, st)
   lift(m, t)
   m.imp = importance
   m.j = next_jitter(p, st)

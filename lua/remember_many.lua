@@ -8,7 +8,7 @@
 -- refused (redis-py on a cluster).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -48,12 +48,13 @@ for i = 2, #ARGV, 5 do
 end
 if n > 1000 then fail('ARITY', 'remember_many takes at most 1000 items') end
 local p, st = load_policy()
+now = namespace_now(now, st)
 
 return once(p, function()
   local raws = typed_read('HMGET', KEY.meta, unpack(ids))
   local t = read_tiers(now)
   -- Writes start here.
-  expire_protection(t)
+  start_writes(t, st)
   local seq = rcall('HINCRBY', KEY.state, 'seq', n) - n
   local scores, demoted, seen = {}, {}, {}
   -- The writes of items met once and never whitelisted are sent together

@@ -5,7 +5,7 @@
 -- Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -25,6 +25,7 @@ check_call()
 local k = arg_count(ARG.k, 'k', 0, 100000)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
+now = namespace_now(now, st)
 if k == 0 then return {} end
 
 -- Candidates: the k best of each decaying index (their decay keys order them

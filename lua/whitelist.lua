@@ -6,7 +6,7 @@
 -- are demoted to ordinary memories.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay and jitter counter
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -32,12 +32,13 @@ check_layout()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
+now = namespace_now(now, st)
 
 return once(p, function()
   local m = read_meta(id)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now)
-  expire_protection(t)
+  start_writes(t, st)
   lift(m, t)
   if m.cold then refresh(m, now, p, st) end
   m.wl = true

@@ -5,11 +5,13 @@ the scripts' bodies: it keeps scores as plain numbers (importance, jitter, last
 access, decay ticks since the memory was placed) instead of the scripts'
 forward-decay keys, and ranks memories by their score at ``now``.
 
-Time must never go backwards (the test's clock only advances). That keeps
-every memory's age >= 0, so ranking by score now is the scripts' ranking by
-decay key. It also makes lazy protection expiry exact with a simple rule: each
-script that evicts first expires protection at the same ``now``, so at eviction
-time "evictable" is exactly "hot, not whitelisted, protected_until <= now".
+The namespace's time never goes backwards (README rule 9): a call's now
+earlier than the latest now a write used is read as that latest now. That
+keeps every memory's age >= 0, so ranking by score now is the scripts' ranking
+by decay key. It also makes lazy protection expiry exact with a simple rule:
+each script that evicts first expires protection at the same ``now``, so at
+eviction time "evictable" is exactly "hot, not whitelisted, protected_until <=
+now".
 The model still tracks which memories the scripts have not yet moved out of
 ``fresh`` and ``prot`` (see ``_expire_protection``) so the test can check the
 raw indexes too.
@@ -116,6 +118,16 @@ class Model:
         self.seq = 0  # remembers so far: the jitter counter and the activity clock
         self.memories: dict[str, Mem] = {}
         self.eras = [era(policy, epoch, 0)]  # one more per set_policy
+        self.latest = 0  # the latest now a write used: the namespace's time
+
+    def clock(self, now: int) -> int:
+        """The now a call runs at: never before the namespace's latest."""
+        return max(now, self.latest)
+
+    def _write_at(self, now: int) -> int:
+        """A call that moves memories: its now becomes the namespace's latest."""
+        self.latest = self.clock(now)
+        return self.latest
 
     # Scores
 
@@ -174,7 +186,7 @@ class Model:
     def _refresh(self, m: Mem, now: int) -> None:
         """As fresh as a new memory: age 0 and protected for protect_s."""
         self._use(m, now)
-        m.protected_until = now + round(self.policy.protect_s * 1000)
+        m.protected_until = max(m.protected_until, now + round(self.policy.protect_s * 1000))
 
     def _expire_protection(self, now: int) -> None:
         for m in self.hot():
@@ -231,6 +243,7 @@ class Model:
     def remember(
         self, id: str, importance: float, text: str | None, whitelist: bool, now: int
     ) -> Remembered:
+        now = self._write_at(now)
         self._expire_protection(now)
         self.seq += 1
         m = self.memories.get(id)
@@ -253,6 +266,7 @@ class Model:
         m = self.memories.get(id)
         if m is None or m.cold:
             return None
+        now = self._write_at(now)
         self._expire_protection(now)
         self._use(m, now)  # protection and jitter unchanged
         self._place(m, now)
@@ -264,11 +278,13 @@ class Model:
         self.decay_sum += math.log(rate)
 
     def evict(self, now: int) -> tuple[tuple[str, ...], int]:
+        now = self._write_at(now)
         self._expire_protection(now)
         return self._enforce(now)
 
     def whitelist(self, id: str, now: int) -> Remembered:
         m = self._known(id)
+        now = self._write_at(now)
         self._expire_protection(now)
         if m.cold:  # recalled first
             self._refresh(m, now)
@@ -282,7 +298,8 @@ class Model:
     def demote(self, id: str, now: int) -> Remembered:
         m = self._known(id)
         if not m.whitelisted:  # left alone: nothing changes, nothing is evicted
-            return Remembered(id, self.score(m, now), (), (), self._over())
+            return Remembered(id, self.score(m, self.clock(now)), (), (), self._over())
+        now = self._write_at(now)
         self._expire_protection(now)
         m.whitelisted = False
         self._place(m, now)
@@ -292,6 +309,7 @@ class Model:
 
     def recall(self, id: str, now: int) -> Remembered:
         m = self._known(id)
+        now = self._write_at(now)
         self._expire_protection(now)
         self._refresh(m, now)
         self._place(m, now)
@@ -306,6 +324,7 @@ class Model:
         """A new policy from now: a new era of the clock, then the lower caps
         applied at once (whitelist_cap demotes, max_hot evicts)."""
         self.policy = policy
+        now = self._write_at(now)
         self.eras.append(era(policy, now, self.seq))
         self._expire_protection(now)
         self._cap_whitelist(now)
@@ -317,6 +336,7 @@ class Model:
         m = self.memories.get(id)
         if m is None:
             return None
+        now = self.clock(now)
         return Memory(
             id=m.id,
             importance=m.importance,
@@ -334,6 +354,7 @@ class Model:
 
         Within a run the store may use any order; runs are in order.
         """
+        now = self.clock(now)
         order = ranked(self.hot(), lambda m: -self.ln_score(m, now))
         groups: list[list[str]] = []
         previous = math.inf

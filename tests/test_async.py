@@ -4,6 +4,7 @@ it, and hundreds of coroutines on one namespace checked against the rules."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import random
 import threading
@@ -119,7 +120,9 @@ def test_hundreds_of_coroutines_on_one_namespace(server: Server, client: redis.R
     """300 coroutines on one connection pool send a random mix of every write
     while a thread takes atomic snapshots; the stress checker (memevict/stress.py)
     then checks every snapshot and the whole call log against the rules."""
-    policy = stress_policy()
+    # 300 coroutines re-remember 60 ids every few ms: a short protection
+    # window leaves some of them evictable.
+    policy = dataclasses.replace(stress_policy(), protect_s=0.01)
     namespace = "crowd"
     reader = MemevictTarget(client, namespace, policy)
     checker = Checker(policy)
@@ -195,7 +198,8 @@ def test_hundreds_of_coroutines_on_one_namespace(server: Server, client: redis.R
     assert len(records) == 3600
     assert {r.outcome for r in records} <= {"ok", "NotFound"}
     assert sum(r.outcome == "ok" and r.op == "remember" for r in records) > 1000
-    assert any(r.evicted for r in records) and any(r.demoted for r in records)
+    assert any(r.evicted for r in records), "no eviction"
+    assert any(r.demoted for r in records), "no demotion"
     assert len(snapshots) >= 3
     assert checker.checks > 10_000
     assert not checker.violations, (checker.violations, checker.examples)

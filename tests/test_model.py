@@ -290,6 +290,31 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             id = self.pick(data, lambda m: True)
             assert_memory(self.store.get(id, now=self.now), self.model.get(id, self.now))
 
+        # A call from a worker whose clock is behind (or an explicit now from the
+        # past): the namespace's time never runs backwards.
+        @rule(
+            back=st.sampled_from([1, 1000, 60_000]) | st.integers(1, 240_000),
+            op=st.sampled_from(["remember", "touch", "recall", "whitelist", "evict", "top", "get"]),
+            id=ids,
+            importance=importances,
+            data=st.data(),
+        )
+        def from_the_past(
+            self, back: int, op: str, id: str, importance: float, data: st.DataObject
+        ) -> None:
+            now, self.now = self.now, self.now - back
+            try:
+                if op == "remember":
+                    self.remember(id, importance, None, False)
+                elif op == "evict":
+                    self.evict()
+                elif op == "top":
+                    self.top_k(4)
+                else:
+                    getattr(self, op)(data)
+            finally:
+                self.now = now
+
         @invariant()
         def agrees(self) -> None:
             # Hot memories are checked field by field through top(), gone ones

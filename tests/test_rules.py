@@ -367,9 +367,9 @@ def test_server_clock_is_used_without_now(make_store: StoreFactory, client: redi
 
 def test_top_ranks_by_score_including_whitelisted(make_store: StoreFactory) -> None:
     store = make_store(protect_s=0, whitelist_boost=10)
+    store.remember("old-high", 8.0, now=T0 - 3 * 1800 * S)  # 8 / 8 = 1.0 at T0
     store.remember("low", 1.0, now=T0)
     store.remember("mid", 5.0, now=T0)
-    store.remember("old-high", 8.0, now=T0 - 3 * 1800 * S)  # 8 / 8 = 1.0 now
     store.remember("wl", 0.2, whitelist=True, now=T0)  # 2.0
     ids = [m.id for m in store.top(10, now=T0)]
     assert ids[:2] == ["mid", "wl"]

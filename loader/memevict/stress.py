@@ -14,7 +14,10 @@ seed article's client-side functions (tests/seed.py) run the same workload.
 
 from __future__ import annotations
 
+import bisect
 import importlib
+import itertools
+import math
 import random
 import struct
 import threading
@@ -321,6 +324,11 @@ class Report:
         return out
 
 
+def _now_of(r: Record) -> float:
+    """The latest now call r can have run at by its own clock."""
+    return r.now if r.now is not None else r.t1
+
+
 class Checker:
     """Counts rule violations. ``importances``: every importance the workload
     uses, so a changed one shows; None skips that check."""
@@ -421,13 +429,20 @@ class Checker:
             for x in (*r.evicted, *r.demoted):
                 if x != r.id:
                     by_id.setdefault(x, []).append(r)
+        # A call runs at the namespace's latest now if its own is behind it
+        # (README rule 9): at most the latest now of any call sent before it ended.
+        started = sorted(records, key=lambda r: r.t0)
+        starts = [r.t0 for r in started]
+        latest = list(itertools.accumulate((_now_of(r) for r in started), max))
         for r in records:
+            sent = bisect.bisect_left(starts, r.t1)
+            ran_by = max(_now_of(r), latest[sent - 1] if sent else -math.inf)
             for x in r.evicted:
-                self._evicted(x, r, by_id.get(x, []))
+                self._evicted(x, r, by_id.get(x, []), ran_by)
         for memory_id, rs in by_id.items():
             self._critical_kept(memory_id, rs, snapshots)
 
-    def _evicted(self, x: str, e: Record, rs: Sequence[Record]) -> None:
+    def _evicted(self, x: str, e: Record, rs: Sequence[Record], ran_by: float) -> None:
         """x was evicted by e: it must not have been whitelisted or protected then.
 
         Only certain cases count: x was made whitelisted or fresh by a call w that
@@ -440,7 +455,7 @@ class Checker:
             self.expect(False, "evicted right after being remembered", f"{x} by its own {e.op}")
             return
         protect_ms = self.policy.protect_s * 1000
-        e_now_max = (e.now if e.now is not None else e.t1) + SLACK_MS
+        e_now_max = ran_by + SLACK_MS
         for w in rs:
             if w is e or w.id != x or w.t1 >= e.t0 or w.outcome != "ok":
                 continue

@@ -162,6 +162,16 @@ local function expire_protection(t)
   rcall('ZREMRANGEBYSCORE', KEY.prot, '-inf', t.now)
 end
 
+-- The first writes of every script that moves memories: the namespace's
+-- latest now (see namespace_now), then the protection that ran out.
+local function start_writes(t, st)
+  if t.now > st.latest then
+    rcall('HSET', KEY.state, 'latest', t.now)
+    st.latest = t.now
+  end
+  expire_protection(t)
+end
+
 -- Takes a hot memory out of its hot indexes (not meta). Runs after
 -- expire_protection, so prot holds it only if its protection runs past now.
 local function unplace(m, now)
@@ -202,18 +212,19 @@ local function lift(m, t)
   end
 end
 
--- Marks memory m used now: age 0 on the recency clock (an explicit now
--- behind its last use does not take its clock back).
+-- Marks memory m used now: age 0 on the recency clock. (now is the
+-- namespace's, so never behind m's last access; see namespace_now.)
 local function use(m, now, p, st)
   m.la = now
   m.g = math.max(m.g or -math.huge, clock(now, p, st))
 end
 
 -- Makes a memory as fresh as a new one (remember, recall): hot, protected,
--- its age and accumulated decay ticks started again.
+-- its age and accumulated decay ticks started again. Protection only ever
+-- grows: a protect_s lowered since keeps the window already given.
 local function refresh(m, now, p, st)
   use(m, now, p, st)
-  m.till = now + p.protect_s * 1000
+  m.till = math.max(m.till or -math.huge, now + p.protect_s * 1000)
   m.cold = false
 end
 

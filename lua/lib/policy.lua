@@ -56,7 +56,7 @@ end
 -- half-life last changed, at position x0 (ms for wall, seq for activity).
 local function load_policy()
   local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0')
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest')
   if raw[1] == false or state[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end
@@ -72,6 +72,15 @@ local function load_policy()
     p.lambda = math.log(2) / p.half_life_s / 1000
   end
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
-    g0 = tonumber(state[4]), x0 = tonumber(state[5])}
+    g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0}
   return p, st
+end
+
+-- The namespace's time never runs backwards: a now earlier than the latest
+-- now a write used (a worker whose clock is behind, or an explicit now from
+-- the past) is read as that latest now. So no call moves a memory's last
+-- access, protection or eviction back, and every memory's G is at most G(now):
+-- scores, top order and eviction order agree at every now.
+local function namespace_now(now, st)
+  return math.max(now, st.latest)
 end
