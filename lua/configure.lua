@@ -100,6 +100,6 @@ if status == 'replaced' then
   local t = read_tiers(now)
   start_writes(t, st)
   cap_whitelist(now, p, st)
-  enforce(p, t)
+  enforce(p, st, t)
 end
 return reply(status, given)

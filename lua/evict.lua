@@ -36,6 +36,6 @@ return once(p, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
   local t = read_tiers(now)
   start_writes(t, st)
-  local evicted, over = enforce(p, t)
+  local evicted, over = enforce(p, st, t)
   return {evicted, over}
 end)

@@ -118,6 +118,6 @@ return once(p, function()
     scores[i] = fmt(reported(m, ln, p))
   end
   send_pending()
-  local evicted, over = enforce(p, t)
+  local evicted, over = enforce(p, st, t)
   return {scores, evicted, demoted, over}
 end)

@@ -1,9 +1,11 @@
 #!lua
 -- whitelist: make a memory whitelisted: its score becomes importance x
 -- whitelist_boost and decay no longer touches it. A cold memory is recalled
--- first (hot, freshly protected), which may evict others. Past whitelist_cap,
--- the lowest whitelisted memories by importance x recency (possibly this one)
--- are demoted to ordinary memories.
+-- first (hot, freshly protected), which may evict others. A hot one is not
+-- accessed: it keeps its age and the decay ticks it took, which apply again
+-- if it is demoted. Past whitelist_cap, the lowest whitelisted memories by
+-- the score they would have if demoted (possibly this one) are demoted to
+-- ordinary memories.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
@@ -37,10 +39,13 @@ now = namespace_now(now, st)
 return once(p, function()
   local m = read_meta(id)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+  local key = not m.cold and not m.wl and
+    (typed_read('ZSCORE', KEY.fresh, id) or typed_read('ZSCORE', KEY.hot, id))
   local t = read_tiers(now)
   start_writes(t, st)
   lift(m, t)
   if m.cold then refresh(m, now, p, st) end
+  if key then fold_ticks(m, tonumber(key), st) end
   m.wl = true
   write_meta(m)
   place(m, now, p, st)

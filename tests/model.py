@@ -63,11 +63,15 @@ class Mem:
     # D (the namespace's decay sum) when the memory was last put into a
     # decaying index: decay() ticks before that do not apply to it.
     placed_at_decay: float = 0.0
+    # ln of the decay ticks it took before that, since its last access: kept
+    # while it is whitelisted or cold (no score rises without an access).
+    ticks: float = 0.0
     # Where the scripts keep it: still in `fresh` / `prot` until a script that
     # expires protection runs at or after protected_until.
     in_fresh: bool = False
     in_prot: bool = False
     cold_since: int = 0  # when it entered the cold tier: the cold tier's LRU order
+    cold_order: int = 0  # and the order of entry: the same ms leaves lowest score first
 
 
 def jitter_offset(n: int, scale: float) -> float:
@@ -119,6 +123,7 @@ class Model:
         self.memories: dict[str, Mem] = {}
         self.eras = [era(policy, epoch, 0)]  # one more per set_policy
         self.latest = 0  # the latest now a write used: the namespace's time
+        self.evictions = 0  # memories evicted so far: the cold tier's order
 
     def clock(self, now: int) -> int:
         """The now a call runs at: never before the namespace's latest."""
@@ -147,10 +152,10 @@ class Model:
     def ln_score(self, m: Mem, now: int) -> float:
         """ln of the unfloored score: what eviction and top() rank by."""
         if m.cold:  # keeps decaying with time; decay() ticks apply to hot memories only
-            return math.log(m.importance + m.jitter) + self._ln_recency(m, now)
+            return math.log(m.importance + m.jitter) + self._ln_recency(m, now) + m.ticks
         if m.whitelisted:
             return math.log(m.importance * self.policy.whitelist_boost + m.jitter)
-        ticks = self.decay_sum - m.placed_at_decay
+        ticks = m.ticks + self.decay_sum - m.placed_at_decay
         return math.log(m.importance + m.jitter) + self._ln_recency(m, now) + ticks
 
     def score(self, m: Mem, now: int) -> float:
@@ -159,7 +164,12 @@ class Model:
         return s if m.whitelisted else max(s, self.policy.score_min)
 
     def _whitelist_rank(self, m: Mem, now: int) -> float:
-        return math.log(m.importance + m.jitter) + self._ln_recency(m, now)
+        """The score it would have if demoted (README rule 7)."""
+        return math.log(m.importance + m.jitter) + self._ln_recency(m, now) + m.ticks
+
+    def _keep_ticks(self, m: Mem) -> None:
+        """m leaves the decaying indexes without an access: it keeps its ticks."""
+        m.ticks += self.decay_sum - m.placed_at_decay
 
     # The shared rules
 
@@ -182,6 +192,7 @@ class Model:
         """Age 0 from now, on either clock."""
         m.last_access = now
         m.last_seq = self.seq
+        m.ticks = 0.0
 
     def _refresh(self, m: Mem, now: int) -> None:
         """As fresh as a new memory: age 0 and protected for protect_s."""
@@ -206,19 +217,26 @@ class Model:
             return (), 0
         n = excess + self.policy.evict_batch
         gone = lowest(self._evictable(), n, lambda m: self.ln_score(m, now))
-        for m in gone:
+        for m in gone:  # lowest first
+            self._keep_ticks(m)
             m.cold = True
             m.in_fresh = m.in_prot = False
             m.cold_since = now
+            self.evictions += 1
+            m.cold_order = self.evictions
         if gone:
             self._trim_cold()
         return tuple(m.id for m in gone), max(0, excess - len(gone))
 
     def _trim_cold(self) -> None:
         """The cold tier keeps its cold_max most recently evicted memories."""
-        order = ranked(self.cold(), lambda m: m.cold_since)
+        order = self.cold_order()
         for m in order[: max(0, len(order) - self.policy.cold_max)]:
             del self.memories[m.id]
+
+    def cold_order(self) -> list[Mem]:
+        """Cold memories, least recently evicted first (the first to go)."""
+        return sorted(self.cold(), key=lambda m: m.cold_order)
 
     def _cap_whitelist(self, now: int) -> tuple[str, ...]:
         """Past whitelist_cap the lowest by importance x recency become ordinary."""
@@ -288,6 +306,8 @@ class Model:
         self._expire_protection(now)
         if m.cold:  # recalled first
             self._refresh(m, now)
+        elif not m.whitelisted:
+            self._keep_ticks(m)
         m.whitelisted = True
         self._place(m, now)
         demoted = self._cap_whitelist(now)
@@ -355,16 +375,21 @@ class Model:
         Within a run the store may use any order; runs are in order.
         """
         now = self.clock(now)
-        order = ranked(self.hot(), lambda m: -self.ln_score(m, now))
+
+        def rank(m: Mem) -> tuple[float, float]:
+            # the reported score first (README rule 3), then the unfloored one
+            return (math.log(max(self.score(m, now), 1e-300)), self.ln_score(m, now))
+
+        order = sorted(self.hot(), key=lambda m: (*(-x for x in rank(m)), m.id.encode()))
         groups: list[list[str]] = []
-        previous = math.inf
+        previous = (math.inf, math.inf)
         for m in order:
-            ln = self.ln_score(m, now)
-            if previous - ln < NEAR_TIE:
+            here = rank(m)
+            if all(p - h < NEAR_TIE for p, h in zip(previous, here, strict=True)):
                 groups[-1].append(m.id)
             else:
                 groups.append([m.id])
-            previous = ln
+            previous = here
         return groups
 
     def stats(self, now: int) -> Stats:

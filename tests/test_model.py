@@ -356,7 +356,13 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             assert set(raw["fresh"]) == {m.id for m in hot if m.in_fresh}
             assert set(raw["wl"]) == {m.id for m in model.hot() if m.whitelisted}
             assert raw["prot"] == {m.id: m.protected_until for m in model.hot() if m.in_prot}
-            assert raw["cold"] == {m.id: m.cold_since for m in model.cold()}
+            # the cold tier: by eviction ms, then lowest score first
+            assert {id: math.floor(at) for id, at in raw["cold"].items()} == {
+                m.id: m.cold_since for m in model.cold()
+            }
+            assert sorted(raw["cold"], key=raw["cold"].__getitem__) == [
+                m.id for m in model.cold_order()
+            ]
             assert int(state[b"seq"]) == model.seq
             assert math.isclose(float(state[b"decay"]), model.decay_sum, abs_tol=1e-12)
 

@@ -258,8 +258,9 @@ def test_whitelist_and_demote(make_store: StoreFactory) -> None:
     assert store.demote("a", now=T0 + 1800 * S).demoted == ()  # no longer whitelisted
     a = store.get("a", now=T0 + 1800 * S)
     assert a is not None and not a.whitelisted
-    # importance x recency since the last access; no decay ticks from before
-    assert 5.0 <= a.score < 5.0 + JITTER
+    # importance x recency since the last access x the ticks taken before it
+    # was whitelisted (whitelisting is not an access): 10 x 1/2 x 1/4
+    assert 1.25 <= a.score < 1.25 + JITTER
     with pytest.raises(NotFound):
         store.whitelist("nope")
     with pytest.raises(NotFound):

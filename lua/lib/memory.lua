@@ -78,6 +78,14 @@ local function decay_key(m, p, st)
   return math.log(m.imp + m.j) + m.g - st.decay
 end
 
+-- A memory leaving the decaying indexes without an access (evicted, or
+-- whitelisted) keeps the decay ticks it took there: they are folded into its
+-- G as extra age, so its score never rises (cold), and a demotion later
+-- resumes from where it was (see rule 7 in the README).
+local function fold_ticks(m, key, st)
+  m.g = key - math.log(m.imp + m.j) + st.decay
+end
+
 local function whitelist_key(m)
   return math.log(m.imp + m.j) + m.g
 end
@@ -262,12 +270,20 @@ end
 -- whose clock is behind the one that moved it there): it goes back to
 -- KEY.fresh. Returns the evicted ids and how far over max_hot the hot tier
 -- still is.
-local function enforce(p, t)
+local function enforce(p, st, t)
   local now = t.now
   local excess = t.size - p.max_hot
   if excess <= 0 then return {}, 0 end
   local want = excess + p.evict_batch
   local evicted, seen = {}, 0
+  -- Cold keys: now plus i / 1024 for the i-th evicted at this ms, lowest
+  -- score first, so memories evicted at the same ms leave the cold tier by
+  -- score (exact while now < 2^42 ms, the year 2109).
+  local last = rcall('ZRANGE', KEY.cold, -1, -1, 'WITHSCORES')
+  local slot = 0
+  if last[2] and tonumber(last[2]) >= now then
+    slot = math.min(1023, math.floor((tonumber(last[2]) - now) * 1024 + 0.5) + 1)
+  end
   while #evicted < want do
     local n = math.min(want - #evicted, CHUNK)
     local entries = rcall('ZRANGE', KEY.hot, seen, seen + n - 1, 'WITHSCORES')
@@ -284,10 +300,12 @@ local function enforce(p, t)
         rcall('ZADD', KEY.prot, m.till, id)
       else
         m.cold = true
+        fold_ticks(m, tonumber(entries[2 * i]), st)
         metas[#metas + 1] = id
         metas[#metas + 1] = packed_meta(m)
-        cold[#cold + 1] = now
+        cold[#cold + 1] = fmt(now + slot / 1024)
         cold[#cold + 1] = id
+        slot = math.min(1023, slot + 1)
         evicted[#evicted + 1] = id
       end
     end
@@ -316,7 +334,7 @@ local function settle(m, key, p, st, t, demoted)
   else
     ln = ln_score(m, t.now, p, st)
   end
-  local evicted, over = enforce(p, t)
+  local evicted, over = enforce(p, st, t)
   return {fmt(reported(m, ln, p)), evicted, demoted, over}
 end
 
