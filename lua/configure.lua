@@ -99,7 +99,7 @@ rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
 if status == 'replaced' then
   local t = read_tiers(now)
   start_writes(t, st)
-  cap_whitelist(now, p, st)
+  cap_whitelist(now, p, st, t)
   enforce(p, st, t)
 end
 return reply(status, given)

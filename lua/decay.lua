@@ -16,7 +16,7 @@
 -- ARGV[1] rate: decimal number in (0, 1], the factor applied to scores
 --
 -- Returns: the namespace's running decay sum D after the tick (string, %.17g).
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_RATE, BAD_ARG, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_RATE, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/receipts.lua

@@ -23,7 +23,7 @@
 --
 -- Returns: [score, [evicted id, ...], [demoted id], over] as remember, with
 --   demoted empty when the memory was not whitelisted (nothing changed then).
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -36,7 +36,7 @@ local p, st = load_policy()
 now = namespace_now(now, st)
 
 return once(p, function()
-  local m = read_meta(id)
+  local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now)
   if not m.wl then

@@ -1,8 +1,11 @@
 #!lua
--- evict: if the hot tier holds more than max_hot memories, move the
--- lowest-scored evictable ones (plus evict_batch) to the cold tier, which
--- then drops its least recently evicted memories beyond cold_max for good.
--- Whitelisted and protected memories are never evicted.
+-- evict: bring the namespace back to its policy, as far as one call's
+-- bounded work allows: protection that ran out is processed, whitelisted
+-- memories above whitelist_cap are demoted, the lowest-scored evictable
+-- memories above max_hot (plus evict_batch) move to the cold tier, and the
+-- cold tier drops its least recently evicted memories beyond cold_max for
+-- good. Whitelisted and protected memories are never evicted. Call it until
+-- backlog is 0 to drain work that earlier calls left (see the README).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
@@ -19,9 +22,10 @@
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [[evicted id, ...], over] where over (integer) is how far the hot
---   tier is still above max_hot.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, BAD_ARG, NO_POLICY
+-- Returns: [[evicted id, ...], [demoted id, ...], over, backlog] where over
+--   (integer) is how far the hot tier is still above max_hot and backlog
+--   (integer) counts the memories still waiting for work (as stats).
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -36,6 +40,8 @@ return once(p, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
   local t = read_tiers(now)
   start_writes(t, st)
-  local evicted, over = enforce(p, st, t)
-  return {evicted, over}
+  local demoted = cap_whitelist(now, p, st, t)
+  local evicted = enforce(p, st, t)
+  local over, backlog = pressure(p, now)
+  return {evicted, demoted, over, backlog}
 end)

@@ -17,9 +17,10 @@
 -- ARGV[1] id: string, 1..1024 bytes
 --
 -- Returns: 1 if the memory existed and was deleted, 0 if it was unknown.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
+--@include lib/memory.lua
 --@include lib/receipts.lua
 
 check_layout()
@@ -28,10 +29,13 @@ local p = load_policy()
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold)
-  if rcall('HDEL', KEY.meta, id) == 0 then return 0 end
+  local m = read_meta(id)
+  if not m then return 0 end
+  local gone = cold_gone(m, p) -- already gone for every reader: deleted, reported unknown
+  rcall('HDEL', KEY.meta, id)
   rcall('HDEL', KEY.text, id)
   for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
     rcall('ZREM', index, id)
   end
-  return 1
+  return gone and 0 or 1
 end)

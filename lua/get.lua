@@ -8,6 +8,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] cold: zset, cold memories by last use ms
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
@@ -27,6 +28,6 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local m = read_meta(id)
+local m = read_live(id, p)
 if not m then return nil end
 return memory_reply(m, reported(m, ln_score(m, now, p, st), p), rcall('HGET', KEY.text, id))

@@ -21,7 +21,7 @@
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [score, [evicted id, ...], [], over] as remember (nothing is demoted).
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -34,7 +34,7 @@ local p, st = load_policy()
 now = namespace_now(now, st)
 
 return once(p, function()
-  local m = read_meta(id)
+  local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now)
   start_writes(t, st)

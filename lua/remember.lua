@@ -33,7 +33,7 @@
 --   the memory's score now (string, %.17g) and over (integer) is how far the
 --   hot tier is still above max_hot because only whitelisted and protected
 --   memories are left to evict.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -48,12 +48,14 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
--- Writes start here.
 return once(p, function()
-  local m = read_meta(id) or {id = id, created = now, wl = false, new = true}
+  local m = read_meta(id)
+  local gone = m and cold_gone(m, p)
   local t = read_tiers(now)
   -- Writes start here.
   start_writes(t, st)
+  if gone then drop_cold(m, t) end
+  if gone or not m then m = {id = id, created = now, wl = false, new = true} end
   lift(m, t)
   m.imp = importance
   m.j = next_jitter(p, st)
@@ -65,7 +67,8 @@ return once(p, function()
 
   local demoted = {}
   if whitelist then
-    demoted = cap_whitelist(now, p, st)
+    t.demote = t.demote + 1
+    demoted = cap_whitelist(now, p, st, t)
     m, key = read_meta(id), nil
   end
   return settle(m, key, p, st, t, demoted)

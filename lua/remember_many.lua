@@ -21,13 +21,13 @@
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[2] items: 5 per item, repeated 1..1000 times: id, importance, text,
---   has_text, whitelist, each as in remember.lua
+-- ARGV[2] items: 5 per item, repeated 1..100 times (a bound on the call's
+--   work): id, importance, text, has_text, whitelist, each as in remember.lua
 --
 -- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over] with
 --   one score per item in order (its score right after it was remembered,
 --   string %.17g), and evicted, demoted and over as remember returns them.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -46,12 +46,16 @@ for i = 2, #ARGV, 5 do
   has_texts[n] = arg_flag(ARGV[i + 3], 'has_text')
   wls[n] = arg_flag(ARGV[i + 4], 'whitelist')
 end
-if n > 1000 then fail('ARITY', 'remember_many takes at most 1000 items') end
+if n > 100 then fail('ARITY', 'remember_many takes at most 100 items') end
 local p, st = load_policy()
 now = namespace_now(now, st)
 
 return once(p, function()
   local raws = typed_read('HMGET', KEY.meta, unpack(ids))
+  local gone = {} -- ids stored cold beyond cold_max: remembered anew
+  for i = 1, n do
+    if raws[i] and cold_gone(unpack_meta(ids[i], raws[i]), p) then gone[ids[i]] = true end
+  end
   local t = read_tiers(now)
   -- Writes start here.
   start_writes(t, st)
@@ -82,6 +86,10 @@ return once(p, function()
   for i = 1, n do
     local id, wl = ids[i], wls[i]
     -- An id met earlier in the batch (or demoted by it) is as the batch left it.
+    if gone[id] and not seen[id] then
+      drop_cold(unpack_meta(id, raws[i]), t)
+      raws[i] = false
+    end
     local m = seen[id] or (raws[i] and unpack_meta(id, raws[i]))
       or {id = id, created = now, wl = false, new = true}
     local direct = seen[id] ~= nil or wl or m.wl
@@ -108,7 +116,8 @@ return once(p, function()
     end
     seen[id] = m
     if wl then
-      for _, other in ipairs(cap_whitelist(now, p, st)) do
+      t.demote = t.demote + 1
+      for _, other in ipairs(cap_whitelist(now, p, st, t)) do
         demoted[#demoted + 1] = other
         seen[other] = read_meta(other)
       end

@@ -1,23 +1,35 @@
 #!lua flags=no-writes
--- stats: how many memories the namespace holds in each state. Read-only.
+-- stats: how many memories the namespace holds in each state, and how much
+-- work the bounded calls have left for later. Read-only.
 --
--- KEYS[1] hot: zset, evictable hot memories by decay key
--- KEYS[2] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[3] prot: zset, possibly protected hot memories by protected-until ms
--- KEYS[4] wl: zset, whitelisted memories by whitelist key
--- KEYS[5] cold: zset, cold memories by last use ms
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[3] hot: zset, evictable hot memories by decay key
+-- KEYS[4] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[5] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[6] wl: zset, whitelisted memories by whitelist key
+-- KEYS[7] cold: zset, cold memories by last use ms
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [hot, cold, whitelisted, protected], integers; hot counts every
---   hot memory (whitelisted and protected included); protected counts hot
---   memories whose protection runs past now.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW
+-- Returns: [hot, cold, whitelisted, protected, over, backlog], integers; hot
+--   counts every hot memory (whitelisted and protected included); cold counts
+--   at most cold_max (the rest are gone for every reader); protected counts
+--   hot memories whose protection runs past now; over is how far the hot tier
+--   is above max_hot; backlog counts the memories waiting for work left to
+--   later calls (0: the policy holds as if it always had).
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, NO_POLICY
 --@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
 
 check_call()
 local now = arg_now(ARG.now)
+local p, st = load_policy()
+now = namespace_now(now, st)
 
-local hot = rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + rcall('ZCARD', KEY.wl)
-return {hot, rcall('ZCARD', KEY.cold), rcall('ZCARD', KEY.wl),
-  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf')}
+local wl = rcall('ZCARD', KEY.wl)
+local hot = rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + wl
+local over, backlog = pressure(p, now)
+return {hot, math.min(rcall('ZCARD', KEY.cold), p.cold_max), wl,
+  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), over, backlog}

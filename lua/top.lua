@@ -13,7 +13,7 @@
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] wl: zset, whitelisted memories by whitelist key
 --
--- ARGV[1] k: whole number in [0, 100000], how many memories at most
+-- ARGV[1] k: whole number in [0, 1000], how many memories at most (a bound on the call's work)
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [memory, ...], each memory as get returns it.
@@ -23,7 +23,7 @@
 --@include lib/memory.lua
 
 check_call()
-local k = arg_count(ARG.k, 'k', 0, 100000)
+local k = arg_count(ARG.k, 'k', 0, 1000)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)

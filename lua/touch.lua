@@ -23,7 +23,7 @@
 --
 -- Returns: nil if the memory is cold or unknown, else [score, [evicted id, ...],
 --   [], over] as remember.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua

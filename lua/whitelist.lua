@@ -24,7 +24,7 @@
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over] as remember.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -37,7 +37,7 @@ local p, st = load_policy()
 now = namespace_now(now, st)
 
 return once(p, function()
-  local m = read_meta(id)
+  local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local key = not m.cold and not m.wl and
     (typed_read('ZSCORE', KEY.fresh, id) or typed_read('ZSCORE', KEY.hot, id))
@@ -49,6 +49,7 @@ return once(p, function()
   m.wl = true
   write_meta(m)
   place(m, now, p, st)
-  local demoted = cap_whitelist(now, p, st)
+  t.demote = t.demote + 1
+  local demoted = cap_whitelist(now, p, st, t)
   return settle(read_meta(id), nil, p, st, t, demoted)
 end)

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memevict import Memory, Policy, Remembered, Stats
+from memevict import Evicted, Memory, Policy, Remembered, Stats
 
 # Two scores closer than this (relative; an absolute difference of their
 # logarithms) are a near-tie: the store computes them in a different way with
@@ -295,10 +295,12 @@ class Model:
     def decay(self, rate: float) -> None:
         self.decay_sum += math.log(rate)
 
-    def evict(self, now: int) -> tuple[tuple[str, ...], int]:
+    def evict(self, now: int) -> Evicted:
         now = self._write_at(now)
         self._expire_protection(now)
-        return self._enforce(now)
+        demoted = self._cap_whitelist(now)
+        evicted, over = self._enforce(now)
+        return Evicted(evicted, demoted, over, self.stats(now).backlog)
 
     def whitelist(self, id: str, now: int) -> Remembered:
         m = self._known(id)
@@ -393,10 +395,16 @@ class Model:
         return groups
 
     def stats(self, now: int) -> Stats:
+        now = self.clock(now)
         hot = self.hot()
         return Stats(
             hot=len(hot),
             cold=len(self.memories) - len(hot),
             whitelisted=sum(m.whitelisted for m in hot),
             protected=sum(m.in_prot and m.protected_until > now for m in hot),
+            over=self._over(),
+            # The model's stores are far smaller than a call's work budget, so
+            # the only work left to later calls is protection that ran out
+            # since the last call that moved memories.
+            backlog=sum(m.in_prot and m.protected_until <= now for m in hot),
         )

@@ -35,6 +35,7 @@ from tests.servers import Server
 # Every scenario of tests/test_rules.py, collected again here with this
 # module's make_store: each one now runs through the async store.
 from tests.test_rules import *  # noqa: F403
+from tests.test_rules import T0
 
 
 class AwaitedStore:
@@ -108,9 +109,9 @@ def test_awaiting_the_store_configures_it(server: Server, client: redis.Redis) -
         assert MemoryStore(client, "ns").policy == Policy(max_hot=7)
         # a store used without awaiting it opens on its first call
         lazy = AsyncMemoryStore(aclient, "lazy", Policy(max_hot=3))
-        await asyncio.gather(*(lazy.remember(f"m{i}", 1 + i, now=1000 + i) for i in range(10)))
+        await asyncio.gather(*(lazy.remember(f"m{i}", 1 + i, now=T0 + i) for i in range(10)))
         assert lazy.policy == Policy(max_hot=3)
-        assert (await lazy.stats(now=2000)).hot == 10  # all still protected
+        assert (await lazy.stats(now=T0 + 1000)).hot == 10  # all still protected
         await aclient.aclose()
 
     asyncio.run(main())

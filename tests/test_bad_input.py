@@ -41,6 +41,19 @@ from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
+# The first value above each bounded policy field's range (README: Ranges):
+# half_life_s=1e-310 or retry_window_s=1e14 used to break a call half-way.
+ABOVE_RANGE: dict[str, float] = {
+    "evict_batch": 101,
+    "half_life_memories": 1.000001e12,
+    "half_life_s": 1.000001e12,
+    "whitelist_boost": 1000001.0,
+    "whitelist_cap": 1001,
+    "protect_s": 1.000001e9,
+    "score_min": 1.000001e12,
+    "jitter": 1.5,
+    "retry_window_s": 86401.0,
+}
 LATER = T0 + 120_000  # past the fixture's protection windows
 NS = "bad"
 OTHER = "other"  # a second namespace with data, which no call may touch
@@ -186,12 +199,17 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("-0.0", -0.0, BadImportance),
         bad("negative", -1.0, BadImportance),
         bad("10**400", 10**400, BadImportance),
+        bad("above 1e12", 1.0000001e12, BadImportance),
+        bad("1e308", 1e308, BadImportance),
         bad("str", "10", BadImportance),
         bad("bool", True, BadImportance),
         bad("None", None, BadImportance),
     ],
     "now": [
         bad("negative", -1, BadNow),
+        bad("0", 0, BadNow),
+        bad("seconds", T0 // 1000, BadNow),
+        bad("1999-12-31", 946684799999, BadNow),
         bad("fractional", 1.5, BadNow),
         bad("float", float(T0), BadNow),
         bad("year 10000", MAX_NOW_MS + 1, BadNow),
@@ -213,6 +231,7 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
     ],
     "k": [
         bad("negative", -1, BadArgument),
+        bad("1001", 1001, BadArgument),
         bad("100001", 100_001, BadArgument),
         bad("10**20", 10**20, BadArgument),
         bad("float", 3.0, BadArgument),
@@ -224,6 +243,14 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("max_hot 0 past the constructor", forged_policy(max_hot=0), BadPolicy),
         bad("half_life_s nan past the constructor", forged_policy(half_life_s=NAN), BadPolicy),
         bad("jitter -1 past the constructor", forged_policy(jitter=-1.0), BadPolicy),
+        *(
+            bad(
+                f"{field} {value!r} past the constructor",
+                forged_policy(**{field: value}),
+                BadPolicy,
+            )
+            for field, value in ABOVE_RANGE.items()
+        ),
         bad("None", None, BadPolicy),
         bad("dict", {"max_hot": 3}, BadPolicy),
     ],
@@ -231,7 +258,7 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
     "whitelist": [bad("str 'no'", "no", BadArgument)],
     "items": [
         bad("empty", [], BadArgument),
-        bad("1001 items", [("a", 1.0)] * 1001, BadArgument),
+        bad("101 items", [("a", 1.0)] * 101, BadArgument),
         bad("str", "ab", BadArgument),
         bad("None", None, BadArgument),
         bad("a set", {("a", 1.0)}, BadArgument),
@@ -477,8 +504,18 @@ def bad_policy_values(field: str) -> list[tuple[str, str]]:
     values = [("negative", "-1"), *NOT_A_NUMBER]
     if field in POLICY_INTS:
         values += [("fractional", "1.5"), ("exponent", "1e3"), ("2**53 + 2", str(2**53 + 2))]
-    lowest = {"max_hot": ["0"], "half_life_s": ["0", "-0"], "whitelist_boost": ["0.5"]}
-    return values + [(f"{v} (below range)", v) for v in lowest.get(field, [])]
+    lowest = {
+        "max_hot": ["0"],
+        "half_life_s": ["0", "-0", "1e-310", "1e-300", "0.0009"],
+        "half_life_memories": ["0", "0.0009"],
+        "whitelist_boost": ["0.5"],
+    }
+    above = [repr(ABOVE_RANGE[field])] if field in ABOVE_RANGE else []
+    return (
+        values
+        + [(f"{v} (below range)", v) for v in lowest.get(field, [])]
+        + [(f"{v} (above range)", v) for v in above]
+    )
 
 
 # Bad values of each ARGV name, and the code they must get.
@@ -500,10 +537,22 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
             ("0.0", "0.0"),
             ("negative", "-3"),
             ("underflow", "1e-400"),
+            ("above 1e12", "1000000000001"),
+            ("1e308", "1e308"),
             *NOT_A_NUMBER,
         ],
     ),
-    "now": ("BAD_NOW", [("year 10000", str(MAX_NOW_MS + 1)), ("17 digits", "9" * 17), *NOT_WHOLE]),
+    "now": (
+        "BAD_NOW",
+        [
+            ("year 10000", str(MAX_NOW_MS + 1)),
+            ("17 digits", "9" * 17),
+            ("0", "0"),
+            ("seconds", str(T0 // 1000)),
+            ("1999-12-31", "946684799999"),
+            *NOT_WHOLE,
+        ],
+    ),
     "rate": (
         "BAD_RATE",
         [
@@ -516,7 +565,7 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
             *NOT_A_NUMBER,
         ],
     ),
-    "k": ("BAD_ARG", [("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
+    "k": ("BAD_ARG", [("1001", "1001"), ("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
     "has_text": ("BAD_ARG", NOT_A_FLAG),
     "whitelist": ("BAD_ARG", NOT_A_FLAG),
     "mode": (
@@ -542,8 +591,8 @@ def item_cases(script: str) -> list[Any]:
             ("4 values", GOOD_ITEM[:4]),
             ("6 values", [*GOOD_ITEM, "x"]),
             (
-                "1001 items",
-                [str(i) if j == 0 else v for i in range(1001) for j, v in enumerate(GOOD_ITEM)],
+                "101 items",
+                [str(i) if j == 0 else v for i in range(101) for j, v in enumerate(GOOD_ITEM)],
             ),
         ]
     ]

@@ -42,7 +42,14 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
     code, out = run(server, "top", "-k", "1", "--now", T0, "--json")
     assert [m["id"] for m in json.loads(out)] == ["pw"]
     code, out = run(server, "stats", "--now", T0, "--json")
-    assert json.loads(out) == {"hot": 2, "cold": 0, "whitelisted": 0, "protected": 2}
+    assert json.loads(out) == {
+        "hot": 2,
+        "cold": 0,
+        "whitelisted": 0,
+        "protected": 2,
+        "over": 0,
+        "backlog": 0,
+    }
 
 
 def test_policy_show_and_set(server: Server, client: redis.Redis) -> None:

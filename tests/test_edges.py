@@ -7,8 +7,25 @@ test.
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import pytest
+import redis
+
+from memevict import (
+    BadNow,
+    BadPolicy,
+    Evicted,
+    Item,
+    MemoryStore,
+    NotFound,
+    Policy,
+    ReplyNotKept,
+    commands,
+)
+from memevict.scripts import key_name
 from tests.conftest import StoreFactory
+from tests.test_bad_input import ABOVE_RANGE
 
 T0 = 1_700_000_000_000
 S = 1000  # ms per second
@@ -141,3 +158,169 @@ def test_memories_evicted_together_leave_the_cold_tier_lowest_score_first(
     # and the next eviction at the same ms drops the lowest of those two next
     store.remember("w", 30.0, now=T0)
     assert store.get("c") is None and store.get("a") is not None
+
+
+# --- every accepted value gives finite, correct arithmetic ---------------------------------
+
+
+def test_policy_values_above_their_range_are_refused() -> None:
+    for field, value in ABOVE_RANGE.items():
+        with pytest.raises(BadPolicy, match=field):
+            Policy(**{field: value})  # type: ignore[arg-type]
+    for tiny in (1e-310, 1e-300, 0.0009):
+        with pytest.raises(BadPolicy, match="half_life_s"):
+            Policy(half_life_s=tiny)
+
+
+def test_the_extremes_of_every_range_give_finite_scores(make_store: StoreFactory) -> None:
+    store = make_store(
+        half_life_s=0.001,
+        whitelist_boost=1e6,
+        whitelist_cap=1000,
+        protect_s=1e9,
+        score_min=0,
+        jitter=1,
+        retry_window_s=86400,
+        max_hot=2,
+    )
+    top = store.remember("top", 1e12, whitelist=True, now=T0)
+    assert top.score == pytest.approx(1e18)
+    tiny = store.remember("tiny", 5e-324, now=T0)
+    assert math.isfinite(tiny.score) and 0 < tiny.score <= 1  # importance + jitter
+    old = store.get("tiny", now=T0 + 10**9 * S)  # a million half-lives of 1 ms later
+    assert old is not None and old.score == 0.0  # underflows to 0, never NaN
+    assert old.protected_until == T0 + 10**9 * S
+    for m in store.top(10, now=T0 + 10**9 * S):
+        assert math.isfinite(m.score)
+
+
+def test_a_now_in_seconds_is_refused_with_a_hint(make_store: StoreFactory) -> None:
+    store = make_store()
+    with pytest.raises(BadNow, match="seconds"):
+        store.remember("a", 1.0, now=T0 // 1000)
+    assert store.stats().hot == 0
+
+
+# --- bounded work per call: the backlog drains over the following calls ---------------------
+
+WORK = 200  # memories one call moves at most (lua/lib/memory.lua)
+
+
+def drain(store: MemoryStore, now: int) -> list[Evicted]:
+    """evict() until no backlog is left; every call's work stays bounded."""
+    calls = []
+    while True:
+        e = store.evict(now=now)
+        calls.append(e)
+        assert len(e.evicted) <= WORK
+        if e.backlog == 0:
+            return calls
+        assert len(calls) < 1000
+
+
+def burst(store: MemoryStore, n: int, now: int) -> dict[str, float]:
+    """n memories remembered at now in batches, with distinct importances."""
+    importances = {f"m{i}": float(1 + (i * 37) % n) for i in range(n)}
+    ids = list(importances)
+    for i in range(0, n, 100):
+        store.remember_many([(m, importances[m]) for m in ids[i : i + 100]], now=now)
+    return importances
+
+
+def test_a_burst_whose_protection_runs_out_at_once_drains_in_bounded_steps(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(max_hot=10, protect_s=30, cold_max=100_000)
+    importances = burst(store, 1000, T0)
+    assert store.stats(now=T0).over == 990  # all protected: nothing evictable
+    later = T0 + 31 * S
+    r = store.remember("new", 1.0, now=later)
+    # 1000 protections ran out at once: this call handles WORK of them and
+    # evicts nothing yet (the lowest evictable may be among the rest)
+    assert r.evicted == () and r.over == 991
+    stats = store.stats(now=later)
+    assert stats.backlog > 0 and stats.over == 991
+    calls = drain(store, later)
+    assert len(calls) >= 1000 // WORK
+    # the end is what one unbounded call would have left: "new" (protected)
+    # and the 9 highest of the burst
+    highest = sorted(importances, key=lambda m: -importances[m])[:9]
+    assert {m.id for m in store.top(20, now=later)} == {"new", *highest}
+    assert store.stats(now=later).backlog == 0
+
+
+def test_a_lower_max_hot_on_a_big_store_evicts_in_bounded_steps(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=2000, protect_s=0, cold_max=100_000)
+    importances = burst(store, 1000, T0)
+    store.set_policy(dataclasses.replace(store.policy, max_hot=10), now=T0)
+    stats = store.stats(now=T0)
+    assert stats.hot == 1000 - WORK and stats.backlog == stats.over == 1000 - WORK - 10
+    drain(store, T0)
+    top = sorted(importances, key=lambda m: -importances[m])[:10]
+    assert {m.id for m in store.top(20, now=T0)} == set(top)
+
+
+def test_a_lower_cold_max_holds_at_once_for_every_reader(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=1, protect_s=0, cold_max=100_000)
+    for i in range(0, 600, 100):
+        store.remember_many(
+            [(f"c{k}", 1.0) for k in range(i, i + 100)], now=T0 + i * S
+        )  # c0..c599, evicted oldest batch first
+    assert store.stats(now=T0 + 600 * S).cold == 599
+    store.set_policy(dataclasses.replace(store.policy, cold_max=10), now=T0 + 600 * S)
+    stats = store.stats(now=T0 + 600 * S)
+    assert stats.cold == 10 and stats.backlog == 599 - WORK - 10
+    # the ten most recently evicted are there; every other one is gone for get,
+    # recall, whitelist, demote and forget, though not yet deleted
+    held = [store.get(f"c{k}") for k in range(600)]
+    cold = [m.id for m in held if m is not None and m.tier == "cold"]
+    assert len(cold) == 10
+    gone = "c300"
+    assert gone not in cold and store.get(gone) is None
+    for method in (store.recall, store.whitelist, store.demote):
+        with pytest.raises(NotFound):
+            method(gone)
+    assert store.forget(gone) is False
+    # remembered again, it is a new memory: new creation time, no old text
+    r = store.remember("c301", 2.0, now=T0 + 601 * S)
+    assert r.score >= 2.0
+    m = store.get("c301")
+    assert m is not None and m.created == T0 + 601 * S and m.text is None
+    drain(store, T0 + 601 * S)
+    assert store.stats().backlog == 0
+
+
+def test_a_lower_whitelist_cap_demotes_in_bounded_steps(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=1000, protect_s=0, whitelist_cap=100)
+    for i in range(0, 100, 50):
+        store.remember_many(
+            [Item(f"w{k}", 1.0 + k, whitelist=True) for k in range(i, i + 50)], now=T0
+        )
+    store.set_policy(dataclasses.replace(store.policy, whitelist_cap=0), now=T0)
+    assert 0 < store.stats(now=T0).whitelisted < 100
+    calls = drain(store, T0)
+    assert all(len(e.demoted) <= 16 for e in calls)
+    assert store.stats(now=T0).whitelisted == 0
+
+
+# --- receipts are bounded ------------------------------------------------------------------
+
+
+def test_a_receipt_keeps_at_most_16_kb_and_a_resent_call_is_still_applied_once(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    store = make_store(max_hot=1, protect_s=0)
+    items = [(f"{i:04d}" + "x" * 1020, 1.0 + i) for i in range(100)]  # 1 KB ids
+    call = commands.remember_many(items, now=T0)
+    batch = store._run(call)
+    assert len(batch.evicted) == 99  # a reply of about 100 KB
+    receipt = key_name(store.namespace, f"call:{call.call}")
+    assert client.get(receipt) == b""  # not kept
+    assert 0 < client.pttl(receipt) <= 60_000
+    before = store.stats(now=T0)
+    with pytest.raises(ReplyNotKept):
+        store._run(call)  # the same call again: refused, not applied twice
+    assert store.stats(now=T0) == before
+    # a small reply is kept and returned again
+    small = commands.remember("a", 2.0, text=None, whitelist=False, now=T0)
+    assert store._run(small) == store._run(small)

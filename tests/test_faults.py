@@ -20,7 +20,6 @@ from memevict import (
     Policy,
     ReadOnly,
     Remembered,
-    ScriptKilled,
 )
 from memevict.scripts import key_name, namespace_keys, specs
 from memevict.stress import Checker, MemevictTarget, text_for
@@ -257,74 +256,6 @@ def test_restart_mid_run(server: Server) -> None:
     finally:
         admin.close()
         durable.stop()
-
-
-# SCRIPT KILL: Redis kills only a script that has not written; others run to the end.
-
-
-def fill(client: redis.Redis, n: int) -> None:
-    spec = specs()["remember"]
-    keys = spec.key_names(NS)
-    pipe = client.pipeline(transaction=False)
-    for i in range(n):
-        args = {"id": f"m{i}", "importance": str(1 + i % 9), "text": text_for(f"m{i}"),
-                "has_text": "1", "whitelist": "0", "now": str(T0 + i)}  # fmt: skip
-        pipe.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
-    pipe.execute()
-
-
-def kill_when_busy(server: Server, outcome: list[str]) -> threading.Thread:
-    def run() -> None:
-        admin = server.client()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                admin.ping()
-            except redis.ResponseError as error:  # BUSY: a script is past the threshold
-                if "BUSY" not in str(error):
-                    raise
-                try:
-                    admin.script_kill()
-                    outcome.append("killed")
-                except redis.ResponseError as refused:
-                    outcome.append(str(refused).split(" ")[0])
-                return
-            time.sleep(0.001)
-        outcome.append("never busy")
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
-
-
-def test_script_kill(client: redis.Redis, server: Server) -> None:
-    policy = Policy(max_hot=100_000, protect_s=0)
-    store = MemoryStore(client, NS, policy)
-    store.registry.load()
-    fill(client, 20_000)
-    client.config_set("busy-reply-threshold", 5)
-    try:
-        # A read (top over every memory) is killed: it fails and changed nothing.
-        before = snapshot(client)
-        outcome: list[str] = []
-        killer = kill_when_busy(server, outcome)
-        with pytest.raises(ScriptKilled):
-            store.top(100_000, now=T0)
-        killer.join()
-        assert outcome == ["killed"]
-        assert snapshot(client) == before
-        # A write past its first write (a new half-life rewrites every key, a
-        # lower max_hot evicts almost all) is refused by SCRIPT KILL and completes.
-        outcome = []
-        killer = kill_when_busy(server, outcome)
-        lower = Policy(max_hot=10, protect_s=0, half_life_s=60, cold_max=100_000)
-        store.set_policy(lower)
-        killer.join()
-        assert outcome == ["UNKILLABLE"]
-        assert store.stats(now=T0).hot == 10
-        assert not checked(client, NS, lower).violations
-    finally:
-        client.config_set("busy-reply-threshold", 5000)
 
 
 # maxmemory with noeviction: a typed error, state unchanged; reads still work.

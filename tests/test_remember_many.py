@@ -116,7 +116,7 @@ def test_a_bad_item_rejects_the_whole_batch(client: redis.Redis) -> None:
     store.remember("x", 1.0, now=T0)
     before = {k: client.dump(k) for k in client.keys("*")}
     with pytest.raises(BadArgument):
-        store.remember_many([("a", 1.0)] * 1001)
+        store.remember_many([("a", 1.0)] * 101)
     with pytest.raises(ValueError):  # BadImportance is a ValueError too
         store.remember_many([("a", 1.0), ("b", float("nan"))])
     assert {k: client.dump(k) for k in client.keys("*")} == before

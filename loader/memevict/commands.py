@@ -31,10 +31,12 @@ from memevict.scripts import Args
 T = TypeVar("T")
 
 MAX_ID_BYTES = 1024
+MIN_NOW_MS = 946684800000  # 2000-01-01T00:00:00Z, as in lua/lib/args.lua
 MAX_NOW_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, as in lua/lib/args.lua
-MAX_TOP = 100_000
+MAX_IMPORTANCE = 1e12  # as in lua/lib/args.lua
+MAX_TOP = 1000  # as in lua/top.lua
 MAX_NAMESPACE_BYTES = 256
-MAX_BATCH = 1000  # items per remember_many, as in lua/remember_many.lua
+MAX_BATCH = 100  # items per remember_many, as in lua/remember_many.lua
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +112,24 @@ def finite_number(value: object) -> float | None:
 
 def _importance(importance: float) -> str:
     x = finite_number(importance)
-    if x is None or x <= 0:
-        raise BadImportance(f"importance must be a finite number > 0, got {importance!r}")
+    if x is None or not 0 < x <= MAX_IMPORTANCE:
+        raise BadImportance(f"importance must be a number in (0, 1e12], got {importance!r}")
     return repr(x)
+
+
+def _below(x: object, bound: int) -> bool:
+    return isinstance(x, int) and x < bound
 
 
 def _now(now: int | None) -> str:
     if now is None:
         return ""
-    if isinstance(now, bool) or not isinstance(now, int) or not 0 <= now <= MAX_NOW_MS:
-        raise BadNow(f"now must be whole milliseconds since the epoch in [0, {MAX_NOW_MS}]")
+    if isinstance(now, bool) or not isinstance(now, int) or not MIN_NOW_MS <= now <= MAX_NOW_MS:
+        raise BadNow(
+            f"now must be whole milliseconds since the Unix epoch in [{MIN_NOW_MS} (2000-01-01), "
+            f"{MAX_NOW_MS}], got {now!r}"
+            + (" (a time in seconds is 1000 times too small)" if _below(now, MIN_NOW_MS) else "")
+        )
     return str(now)
 
 
@@ -245,8 +255,8 @@ def decay(rate: float) -> Call[None]:
 
 def evict(*, now: int | None) -> Call[Evicted]:
     def parse(reply: Sequence[Any]) -> Evicted:
-        evicted, over = reply
-        return Evicted(_ids(evicted), int(over))
+        evicted, demoted, over, backlog = reply
+        return Evicted(_ids(evicted), _ids(demoted), int(over), int(backlog))
 
     return Call("evict", {"now": _now(now)}, parse, _call())
 
@@ -287,7 +297,6 @@ def top(k: int, *, now: int | None) -> Call[list[Memory]]:
 
 def stats(*, now: int | None) -> Call[Stats]:
     def parse(reply: Sequence[Any]) -> Stats:
-        hot, cold, whitelisted, protected = (int(x) for x in reply)
-        return Stats(hot, cold, whitelisted, protected)
+        return Stats(*(int(x) for x in reply))
 
     return Call("stats", {"now": _now(now)}, parse)

@@ -131,6 +131,14 @@ class NotLoaded(MemevictError):
     code = "NOT_LOADED"
 
 
+class ReplyNotKept(MemevictError):
+    """A resent call that had been applied already, whose reply (over the 16 KB a
+    receipt keeps) could not be returned again. It was not applied twice; read
+    the state (get, stats) to see what it did."""
+
+    code = "REPLY_NOT_KEPT"
+
+
 class UnexpectedReply(MemevictError):
     """The server answered with an error code memevict does not know."""
 
@@ -157,6 +165,7 @@ _BY_CODE: dict[str, type[MemevictError]] = {
         ReadOnly,
         PermissionDenied,
         Busy,
+        ReplyNotKept,
     )
 }
 

@@ -10,21 +10,27 @@ from memevict.errors import BadPolicy
 
 # What recency is measured in (mirrors the 'word' field of POLICY in lua/lib/policy.lua).
 CLOCKS = ("activity", "wall")
-# Numbers: (lowest allowed, whether the lowest itself is excluded); mirrors POLICY in
-# lua/lib/policy.lua.
-_RANGES: Mapping[str, tuple[float, bool]] = {
-    "max_hot": (1, False),
-    "evict_batch": (0, False),
-    "half_life_memories": (0, True),
-    "half_life_s": (0, True),
-    "whitelist_boost": (1, False),
-    "whitelist_cap": (0, False),
-    "protect_s": (0, False),
-    "score_min": (0, False),
-    "jitter": (0, False),
-    "cold_max": (0, False),
-    "retry_window_s": (0, False),
+# Numbers: the range [lowest, highest] of each, in which every score, key and time
+# stays finite and exact (README: Ranges); mirrors POLICY in lua/lib/policy.lua.
+_MAX_INT = 2**53
+RANGES: Mapping[str, tuple[float, float]] = {
+    "max_hot": (1, _MAX_INT),
+    "evict_batch": (0, 100),
+    "half_life_memories": (0.001, 1e12),
+    "half_life_s": (0.001, 1e12),
+    "whitelist_boost": (1, 1e6),
+    "whitelist_cap": (0, 1000),
+    "protect_s": (0, 1e9),
+    "score_min": (0, 1e12),
+    "jitter": (0, 1),
+    "cold_max": (0, _MAX_INT),
+    "retry_window_s": (0, 86400),
 }
+
+
+def _shown(x: float) -> str:
+    """A bound as the scripts print it: 1000000000000, 0.001."""
+    return str(int(x)) if float(x).is_integer() else repr(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +74,18 @@ class Policy:
             if field.name == "clock":
                 continue
             value = getattr(self, field.name)
-            lowest, exclusive = _RANGES[field.name]
+            lowest, highest = RANGES[field.name]
             whole = field.type == "int"
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise BadPolicy(f"{field.name} must be a number, got {value!r}")
             if whole and not isinstance(value, int):
                 raise BadPolicy(f"{field.name} must be a whole number, got {value!r}")
-            if not math.isfinite(value) or value < lowest or (exclusive and value == lowest):
-                bound = f"> {lowest}" if exclusive else f">= {lowest}"
-                raise BadPolicy(f"{field.name} must be a finite number {bound}, got {value!r}")
+            if not (math.isfinite(value) and lowest <= value <= highest):
+                kind = "whole number" if whole else "number"
+                raise BadPolicy(
+                    f"{field.name} must be a {kind} in [{_shown(lowest)}, {_shown(highest)}], "
+                    f"got {value!r}"
+                )
 
     def to_args(self) -> dict[str, str]:
         """The fields as script arguments, by name."""

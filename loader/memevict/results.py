@@ -34,8 +34,9 @@ class Remembered:
 
     ``score`` is the memory's score after the call; ``evicted`` the ids moved
     to the cold tier and ``demoted`` the ids taken off the whitelist by this
-    call; ``over`` how far the hot tier is still above max_hot because only
-    whitelisted and protected memories were left to evict.
+    call; ``over`` how far the hot tier is still above max_hot after it: only
+    whitelisted and protected memories were left to evict, or the call's
+    bounded work left the rest to later calls (see ``Stats.backlog``).
     """
 
     id: str
@@ -60,17 +61,27 @@ class Batch:
 
 @dataclass(frozen=True, slots=True)
 class Evicted:
-    """Result of evict: the ids moved to the cold tier, and how far over max_hot it still is."""
+    """Result of evict: the ids moved to the cold tier and taken off the
+    whitelist, how far over max_hot the hot tier still is, and the backlog
+    left (as :class:`Stats`; call evict again until it is 0 to drain it)."""
 
     evicted: tuple[str, ...]
+    demoted: tuple[str, ...]
     over: int
+    backlog: int
 
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """Counts of one namespace. ``hot`` includes whitelisted and protected memories."""
+    """Counts of one namespace. ``hot`` includes whitelisted and protected
+    memories; ``cold`` counts at most cold_max; ``over`` is how far the hot
+    tier is above max_hot; ``backlog`` counts the memories waiting for work
+    that bounded calls left to later ones (0: the policy holds as if it
+    always had)."""
 
     hot: int
     cold: int
     whitelisted: int
     protected: int
+    over: int
+    backlog: int

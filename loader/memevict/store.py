@@ -179,7 +179,7 @@ class MemoryStore(StoreBase):
     def remember_many(
         self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
     ) -> Batch:
-        """Remembers up to 1000 memories in one atomic call, as if one by one
+        """Remembers up to 100 memories in one atomic call, as if one by one
         at the same now, then evicts once; items are Item or (id, importance)."""
         return self._run(commands.remember_many(items, now=now))
 

@@ -116,6 +116,7 @@ local function whole(s, lo, hi)
 end
 
 local MAX_ID_BYTES = 1024
+local MIN_NOW_MS = 946684800000 -- 2000-01-01T00:00:00Z: a now in seconds is far below
 local MAX_NOW_MS = 253402300799999 -- 9999-12-31T23:59:59.999Z
 
 local function arg_id(s)
@@ -125,10 +126,12 @@ local function arg_id(s)
   return s
 end
 
+local MAX_IMPORTANCE = 1e12 -- times whitelist_boost (at most 1e6): scores stay finite
+
 local function arg_importance(s)
   local x = decimal(s)
-  if x == nil or x <= 0 then
-    fail('BAD_IMPORTANCE', 'importance must be a finite number > 0, got ' .. string.sub(s, 1, 64))
+  if x == nil or x <= 0 or x > MAX_IMPORTANCE then
+    fail('BAD_IMPORTANCE', 'importance must be a number in (0, 1e12], got ' .. string.sub(s, 1, 64))
   end
   return x
 end
@@ -161,9 +164,10 @@ local function arg_now(s)
     local t = rcall('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  local x = whole(s, 0, MAX_NOW_MS)
+  local x = whole(s, MIN_NOW_MS, MAX_NOW_MS)
   if x == nil then
-    fail('BAD_NOW', "now must be whole milliseconds in [0, " .. MAX_NOW_MS .. "] or ''")
+    fail('BAD_NOW', 'now must be whole milliseconds since the Unix epoch in [' .. MIN_NOW_MS ..
+      ' (2000-01-01), ' .. MAX_NOW_MS .. "] or '' (a time in seconds is 1000 times too small)")
   end
   return x
 end

@@ -29,7 +29,14 @@
 -- last access time: after a change of clock or half-life, recency already
 -- lost stays lost for every memory, in every score and index.
 local META = '<ddddddB'
-local CHUNK = 1000 -- stay under Lua's unpack() stack limit
+
+-- Work per call is bounded, so no call blocks the server for long whatever
+-- the store size or backlog: a call moves at most WORK memories (protection
+-- run out, evictions), demotes at most DEMOTE memories beyond the ones it
+-- whitelists itself, and drops at most WORK from the cold tier. What is left
+-- waits for the next calls that move memories (stats().backlog counts it).
+local WORK = 200
+local DEMOTE = 16
 
 local function unpack_meta(id, raw)
   local imp, j, created, la, till, g, flags = struct.unpack(META, raw)
@@ -51,13 +58,6 @@ end
 
 local function write_meta(m)
   rcall('HSET', KEY.meta, m.id, packed_meta(m))
-end
-
--- Runs cmd key ids... in chunks.
-local function each_chunk(cmd, key, ids)
-  for i = 1, #ids, CHUNK do
-    rcall(cmd, key, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
-  end
 end
 
 -- Where the namespace's clock stands in this call: ms for the wall clock,
@@ -132,42 +132,47 @@ local function next_jitter(p, st)
 end
 
 -- What every script that moves memories reads before its first write: the
--- sizes of the hot tier and the cold tier, and the memories whose protection
--- ran out by now. Each read also checks its key's type; text, which these
+-- sizes of the hot tier and the cold tier, and the first memories whose
+-- protection ran out by now (one more than a call handles, to see whether
+-- more are left). Each read also checks its key's type; text, which these
 -- scripts only write (trim_cold), gets a TYPE. The sizes are kept up to date
--- by the helpers that move memories (lift, enforce, trim_cold).
+-- by the helpers that move memories (lift, enforce, trim_cold); work and
+-- demote count down this call's budget.
 local function read_tiers(now)
   check_types(KEY.text)
   return {
     size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
       typed_read('ZCARD', KEY.wl),
     cold = typed_read('ZCARD', KEY.cold),
-    expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now),
+    expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now, 'LIMIT', 0, WORK + 1),
     now = now,
+    work = WORK,
+    demote = DEMOTE,
   }
 end
 
--- Moves the memories whose protection ran out (t.expired) from fresh to hot.
+-- Moves the memories whose protection ran out (t.expired, up to WORK) from
+-- fresh to hot. t.expiring: more ran out than this call handles.
 local function expire_protection(t)
   local ids = t.expired
+  t.expiring = #ids > WORK
   if #ids == 0 then return end
-  for i = 1, #ids, CHUNK do
-    local chunk = {unpack(ids, i, math.min(i + CHUNK - 1, #ids))}
-    local keys = rcall('ZMSCORE', KEY.fresh, unpack(chunk))
-    local moved, entries = {}, {}
-    for j, id in ipairs(chunk) do
-      if keys[j] then
-        moved[#moved + 1] = id
-        entries[#entries + 1] = keys[j]
-        entries[#entries + 1] = id
-      end
-    end
-    if #moved > 0 then
-      rcall('ZREM', KEY.fresh, unpack(moved))
-      rcall('ZADD', KEY.hot, unpack(entries))
+  ids = {unpack(ids, 1, math.min(#ids, WORK))}
+  local keys = rcall('ZMSCORE', KEY.fresh, unpack(ids))
+  local moved, entries = {}, {}
+  for j, id in ipairs(ids) do
+    if keys[j] then
+      moved[#moved + 1] = id
+      entries[#entries + 1] = keys[j]
+      entries[#entries + 1] = id
     end
   end
-  rcall('ZREMRANGEBYSCORE', KEY.prot, '-inf', t.now)
+  if #moved > 0 then
+    rcall('ZREM', KEY.fresh, unpack(moved))
+    rcall('ZADD', KEY.hot, unpack(entries))
+  end
+  rcall('ZREM', KEY.prot, unpack(ids))
+  t.work = t.work - #ids
 end
 
 -- The first writes of every script that moves memories: the namespace's
@@ -236,11 +241,14 @@ local function refresh(m, now, p, st)
   m.cold = false
 end
 
--- Whitelist cap: demotes the lowest by importance x recency to ordinary
--- memories (kept, not deleted). Returns the demoted ids.
-local function cap_whitelist(now, p, st)
-  local excess = rcall('ZCARD', KEY.wl) - p.whitelist_cap
+-- Whitelist cap: demotes the lowest by the score they would have if demoted
+-- to ordinary memories (kept, not deleted), within the call's budget: a call
+-- that whitelisted n memories may demote n + DEMOTE (t.demote). Returns the
+-- demoted ids.
+local function cap_whitelist(now, p, st, t)
+  local excess = math.min(rcall('ZCARD', KEY.wl) - p.whitelist_cap, t.demote)
   if excess <= 0 then return {} end
+  t.demote = t.demote - excess
   local ids = rcall('ZRANGE', KEY.wl, 0, excess - 1)
   for _, id in ipairs(ids) do
     local m = read_meta(id)
@@ -252,29 +260,71 @@ local function cap_whitelist(now, p, st)
   return ids
 end
 
--- The cold tier keeps its cold_max most recently evicted memories.
+-- The cold tier keeps its cold_max most recently evicted memories (up to
+-- WORK dropped per call; until then reads treat the rest as gone: cold_gone).
 local function trim_cold(p, t)
-  local excess = t.cold - p.cold_max
+  local excess = math.min(t.cold - p.cold_max, WORK)
   if excess <= 0 then return end
   local ids = rcall('ZRANGE', KEY.cold, 0, excess - 1)
-  each_chunk('HDEL', KEY.meta, ids)
-  each_chunk('HDEL', KEY.text, ids)
+  rcall('HDEL', KEY.meta, unpack(ids))
+  rcall('HDEL', KEY.text, unpack(ids))
   rcall('ZREMRANGEBYRANK', KEY.cold, 0, excess - 1)
   t.cold = t.cold - #ids
 end
 
+-- Whether cold memory m is beyond cold_max, waiting to be dropped by
+-- trim_cold: every call treats it as already gone.
+local function cold_gone(m, p)
+  if not m.cold then return false end
+  local n = typed_read('ZCARD', KEY.cold)
+  return n > p.cold_max and typed_read('ZREVRANK', KEY.cold, m.id) >= p.cold_max
+end
+
+-- Reads memory id's metadata, or nil if it is unknown or cold_gone.
+local function read_live(id, p)
+  local m = read_meta(id)
+  if m and cold_gone(m, p) then return nil end
+  return m
+end
+
+-- How the namespace stands against its policy: over, how far the hot tier
+-- is above max_hot; backlog, the memories waiting for work left to later
+-- calls (protection run out, evictable memories above max_hot, whitelisted
+-- above whitelist_cap, cold above cold_max). backlog 0: the policy holds as
+-- if it always had.
+local function pressure(p, now)
+  local hot, wl = typed_read('ZCARD', KEY.hot), typed_read('ZCARD', KEY.wl)
+  local over = math.max(0, hot + typed_read('ZCARD', KEY.fresh) + wl - p.max_hot)
+  local backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + math.min(over, hot) +
+    math.max(0, wl - p.whitelist_cap) + math.max(0, typed_read('ZCARD', KEY.cold) - p.cold_max)
+  return over, backlog
+end
+
+-- Drops a cold_gone memory now, for a call that remembers its id anew.
+local function drop_cold(m, t)
+  rcall('HDEL', KEY.meta, m.id)
+  rcall('HDEL', KEY.text, m.id)
+  rcall('ZREM', KEY.cold, m.id)
+  t.cold = t.cold - 1
+end
+
 -- When the hot tier holds more than max_hot, moves the lowest-scored
--- evictable memories (plus evict_batch) to the cold tier. Whitelisted and
--- protected memories are not in KEY.hot, so they are never taken; nor is a
--- memory in KEY.hot whose protection runs past this call's now (a worker
--- whose clock is behind the one that moved it there): it goes back to
--- KEY.fresh. Returns the evicted ids and how far over max_hot the hot tier
--- still is.
+-- evictable memories (plus evict_batch) to the cold tier, as many as the
+-- call's budget allows, then trims the cold tier. Whitelisted and protected
+-- memories are not in KEY.hot, so they are never taken; nor is a memory in
+-- KEY.hot whose protection runs past this call's now (a policy change may
+-- have moved it there early): it goes back to KEY.fresh. While protection
+-- that ran out waits to be processed (t.expiring) nothing is evicted: the
+-- lowest evictable memory may be among those. Returns the evicted ids and
+-- how far over max_hot the hot tier still is.
 local function enforce(p, st, t)
   local now = t.now
   local excess = t.size - p.max_hot
-  if excess <= 0 then return {}, 0 end
-  local want = excess + p.evict_batch
+  if excess <= 0 or t.expiring then
+    trim_cold(p, t)
+    return {}, math.max(0, excess)
+  end
+  local want = math.min(excess + p.evict_batch, t.work)
   local evicted, seen = {}, 0
   -- Cold keys: now plus i / 1024 for the i-th evicted at this ms, lowest
   -- score first, so memories evicted at the same ms leave the cold tier by
@@ -284,8 +334,8 @@ local function enforce(p, st, t)
   if last[2] and tonumber(last[2]) >= now then
     slot = math.min(1023, math.floor((tonumber(last[2]) - now) * 1024 + 0.5) + 1)
   end
-  while #evicted < want do
-    local n = math.min(want - #evicted, CHUNK)
+  while #evicted < want and seen < t.work do
+    local n = math.min(want - #evicted, t.work - seen)
     local entries = rcall('ZRANGE', KEY.hot, seen, seen + n - 1, 'WITHSCORES')
     if #entries == 0 then break end
     seen = seen + #entries / 2
@@ -318,8 +368,9 @@ local function enforce(p, st, t)
     rcall('ZREMRANGEBYRANK', KEY.hot, 0, seen - 1)
     t.size = t.size - #evicted
     t.cold = t.cold + #evicted
-    trim_cold(p, t)
+    t.work = t.work - seen
   end
+  trim_cold(p, t)
   return evicted, math.max(0, excess - #evicted)
 end
 

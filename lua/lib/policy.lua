@@ -2,27 +2,28 @@
 -- Both hashes are written by configure; every other script only reads them.
 
 -- Policy fields in ARGV order for configure and reply order everywhere.
--- kind 'int' fields are whole numbers; 'num' fields are finite decimals;
--- 'word' fields one of the listed words.
-local POLICY = {
-  {'max_hot', 'int', 1},
-  {'evict_batch', 'int', 0},
-  {'clock', 'word', {'activity', 'wall'}},
-  {'half_life_memories', 'num', 0, 'exclusive'},
-  {'half_life_s', 'num', 0, 'exclusive'},
-  {'whitelist_boost', 'num', 1},
-  {'whitelist_cap', 'int', 0},
-  {'protect_s', 'num', 0},
-  {'score_min', 'num', 0},
-  {'jitter', 'num', 0},
-  {'cold_max', 'int', 0},
-  {'retry_window_s', 'num', 0},
-}
+-- kind 'int' fields are whole numbers; 'num' fields are decimals; both lie
+-- in [lo, hi], ranges in which every score, key and time stays finite and
+-- exact (README: Ranges). 'word' fields are one of the listed words.
 local MAX_INT = 9007199254740992 -- 2^53
+local POLICY = {
+  {'max_hot', 'int', 1, MAX_INT},
+  {'evict_batch', 'int', 0, 100},
+  {'clock', 'word', {'activity', 'wall'}},
+  {'half_life_memories', 'num', 0.001, 1e12},
+  {'half_life_s', 'num', 0.001, 1e12},
+  {'whitelist_boost', 'num', 1, 1e6},
+  {'whitelist_cap', 'int', 0, 1000},
+  {'protect_s', 'num', 0, 1e9},
+  {'score_min', 'num', 0, 1e12},
+  {'jitter', 'num', 0, 1},
+  {'cold_max', 'int', 0, MAX_INT},
+  {'retry_window_s', 'num', 0, 86400},
+}
 
 -- Parses one policy value; nil and a reason when it is out of range.
 local function policy_value(field, s)
-  local name, kind, lo, exclusive = field[1], field[2], field[3], field[4]
+  local name, kind, lo, hi = field[1], field[2], field[3], field[4]
   if kind == 'word' then
     for _, word in ipairs(lo) do
       if s == word then return s end
@@ -31,11 +32,10 @@ local function policy_value(field, s)
       string.sub(s, 1, 64)
   end
   local x
-  if kind == 'int' then x = whole(s, lo, MAX_INT) else x = decimal(s) end
-  if x == nil or x < lo or (exclusive and x == lo) then
-    local range = (exclusive and '> ' or '>= ') .. lo
-    return nil, name .. ' must be a ' .. (kind == 'int' and 'whole number' or 'finite number') ..
-      ' ' .. range .. ', got ' .. string.sub(s, 1, 64)
+  if kind == 'int' then x = whole(s, lo, hi) else x = decimal(s) end
+  if x == nil or x < lo or x > hi then
+    return nil, name .. ' must be a ' .. (kind == 'int' and 'whole number' or 'number') ..
+      ' in [' .. fmt(lo) .. ', ' .. fmt(hi) .. '], got ' .. string.sub(s, 1, 64)
   end
   return x
 end

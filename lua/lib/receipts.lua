@@ -6,14 +6,25 @@
 -- again returns the stored reply and writes nothing. A receipt key with an
 -- empty call id keeps no receipt.
 
+-- A receipt keeps at most MAX_RECEIPT bytes: a larger reply (a remember_many
+-- of long ids that also evicted many) is not kept; its receipt is an empty
+-- string, and the same call again fails with REPLY_NOT_KEPT, writing nothing.
+local MAX_RECEIPT = 16384
+
 -- Runs body() once per call id and returns its reply. body may fail before
 -- its first write; a failed call stores no receipt.
 local function once(p, body)
   local ttl_ms = math.floor(p.retry_window_s * 1000)
   if ttl_ms < 1 or #KEY.receipt == #PREFIX + #'call:' then return body() end
   local seen = typed_read('GET', KEY.receipt)
+  if seen == '' then
+    fail('REPLY_NOT_KEPT', 'this call was applied already; its reply was over ' ..
+      MAX_RECEIPT .. ' bytes, so the receipt did not keep it')
+  end
   if seen then return cmsgpack.unpack(seen) end
   local reply = body()
-  rcall('SET', KEY.receipt, cmsgpack.pack(reply), 'PX', ttl_ms)
+  local packed = cmsgpack.pack(reply)
+  if #packed > MAX_RECEIPT then packed = '' end
+  rcall('SET', KEY.receipt, packed, 'PX', ttl_ms)
   return reply
 end

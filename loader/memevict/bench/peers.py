@@ -24,7 +24,7 @@ from memevict.store import MemoryStore, ScriptRegistry
 
 PEERS = ("zadd", "seed", "noop", "memevict")
 NOOP_SCRIPT = "#!lua\nreturn 1"
-FILL_BATCH = 1000
+FILL_BATCH = 100  # remember_many's most items per call
 
 Call = Callable[[int], object]
 
