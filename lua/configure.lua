@@ -68,6 +68,31 @@ local function reply(status, values)
   return out
 end
 
+-- A state hash lost while memories remain (a stray DEL, or a maxmemory
+-- policy that evicts any key) is rebuilt from the newest memory: the last
+-- one protected, else the highest in hot, else the newest cold one. Its G
+-- and last access restart the clock where that memory left it; decay ticks
+-- taken since it was placed are lost (every hot score rises by the same
+-- factor, so no order changes); the jitter counter restarts.
+local function rebuild_state(p)
+  local g0, decay, latest = 0, 0, now
+  local id = rcall('ZRANGE', KEY.prot, -1, -1)[1] or rcall('ZRANGE', KEY.hot, -1, -1)[1]
+    or rcall('ZRANGE', KEY.cold, -1, -1)[1]
+  local m = id and read_meta(id)
+  if m then
+    g0, latest = m.g, math.max(m.la, 0)
+    local key = rcall('ZSCORE', KEY.hot, id) or rcall('ZSCORE', KEY.fresh, id)
+    if key then decay = math.log(m.imp + m.j) + m.g - tonumber(key) end
+  end
+  rcall('HSET', KEY.state, 'epoch', now, 'decay', fmt(decay), 'seq', 0, 'g0', fmt(g0),
+    'x0', p.activity and 0 or latest, 'latest', latest)
+end
+
+local has_state = rcall('HEXISTS', KEY.state, 'epoch') == 1
+if stored[1] ~= false and not has_state then
+  rebuild_state(parse_policy(stored))
+  has_state = true
+end
 if stored[1] ~= false and ARG.mode == 'init' then
   return reply('existing', stored)
 end
@@ -94,8 +119,11 @@ end
 -- recency already lost stays lost and no key changes (O(1)). Unchanged
 -- ones give the same G.
 local p, st = load_policy()
-st.g0, st.x0 = g_now, position(now, p, st)
-rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
+-- (A policy lost while the state remained keeps the clock where it stands.)
+if status == 'replaced' or not has_state then
+  st.g0, st.x0 = g_now, position(now, p, st)
+  rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
+end
 if status == 'replaced' then
   local t = read_tiers(now)
   start_writes(t, st)

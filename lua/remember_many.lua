@@ -123,7 +123,7 @@ return once(p, function()
       end
       m, key = seen[id], nil
     end
-    local ln = key and ln_decayed(key, m, now, p, st) or ln_score(m, now, p, st)
+    local ln = key and ln_decayed(key, now, p, st) or ln_score(m, now, p, st)
     scores[i] = fmt(reported(m, ln, p))
   end
   send_pending()

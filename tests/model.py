@@ -141,9 +141,11 @@ class Model:
         era, each counted on its own clock (README rule 1)."""
         half_lives = 0.0
         ends = [*self.eras[1:], Era("", 0, now, self.seq)]
-        for e, end in zip(self.eras, ends, strict=True):
+        for i, (e, end) in enumerate(zip(self.eras, ends, strict=True)):
             if e.clock == "wall":
-                span = min(now, end.ms) - max(m.last_access, e.ms)
+                # the first era also covers the time before the store was made
+                start = e.ms if i else -math.inf
+                span = min(now, end.ms) - max(m.last_access, start)
             else:
                 span = min(self.seq, end.seq) - max(m.last_seq, e.seq)
             half_lives += max(0, span) / e.half_life

@@ -48,7 +48,7 @@ ABOVE_RANGE: dict[str, float] = {
     "half_life_memories": 1.000001e12,
     "half_life_s": 1.000001e12,
     "whitelist_boost": 1000001.0,
-    "whitelist_cap": 1001,
+    "whitelist_cap": 201,
     "protect_s": 1.000001e9,
     "score_min": 1.000001e12,
     "jitter": 1.5,
@@ -231,7 +231,7 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
     ],
     "k": [
         bad("negative", -1, BadArgument),
-        bad("1001", 1001, BadArgument),
+        bad("201", 201, BadArgument),
         bad("100001", 100_001, BadArgument),
         bad("10**20", 10**20, BadArgument),
         bad("float", 3.0, BadArgument),
@@ -565,7 +565,7 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
             *NOT_A_NUMBER,
         ],
     ),
-    "k": ("BAD_ARG", [("1001", "1001"), ("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
+    "k": ("BAD_ARG", [("201", "201"), ("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
     "has_text": ("BAD_ARG", NOT_A_FLAG),
     "whitelist": ("BAD_ARG", NOT_A_FLAG),
     "mode": (

@@ -226,3 +226,37 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     memory = out[17:]
     assert memory[0] == "pw" and memory[3] == "hot" and memory[-1] == "the password is swordfish"
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["notaurl", "http://127.0.0.1:6379", "127.0.0.1:6379", "redis://127.0.0.1:{port}/99"],
+)
+def test_a_bad_url_is_one_line_without_a_traceback(server: Server, url: str) -> None:
+    # a subprocess, as a user runs it: click's runner would hide a traceback
+    done = subprocess.run(
+        [sys.executable, "-m", "memevict", "--url", url.format(port=server.port), "stats"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode in (1, 2)
+    assert "Traceback" not in done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("Error")]
+    assert ("--url" in error) or ("DB index is out of range" in error), error
+
+
+def test_acl_without_a_password_prints_a_line_with_a_new_one() -> None:
+    result = CliRunner().invoke(main, ["--namespace", "cli", "acl", "worker"], input="")
+    assert result.exit_code == 0, result.output
+    (line,) = result.output.splitlines()
+    password = re.search(r" >(\S+) ", line)
+    assert line.startswith("ACL SETUSER worker reset on >") and password is not None
+    assert len(password.group(1)) >= 24
+    again = CliRunner().invoke(main, ["--namespace", "cli", "acl", "worker"])
+    assert again.output != result.output  # a new one each time
+
+
+def test_decay_prints_json(server: Server) -> None:
+    code, out = run(server, "decay", "0.5", "--json")
+    assert code == 0 and json.loads(out) == {"decayed": 0.5}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import pytest
 import redis
@@ -21,6 +22,7 @@ from memevict import (
     NotFound,
     Policy,
     ReplyNotKept,
+    UnsafeMaxmemoryPolicy,
     commands,
 )
 from memevict.scripts import key_name
@@ -176,7 +178,7 @@ def test_the_extremes_of_every_range_give_finite_scores(make_store: StoreFactory
     store = make_store(
         half_life_s=0.001,
         whitelist_boost=1e6,
-        whitelist_cap=1000,
+        whitelist_cap=200,
         protect_s=1e9,
         score_min=0,
         jitter=1,
@@ -324,3 +326,77 @@ def test_a_receipt_keeps_at_most_16_kb_and_a_resent_call_is_still_applied_once(
     # a small reply is kept and returned again
     small = commands.remember("a", 2.0, text=None, whitelist=False, now=T0)
     assert store._run(small) == store._run(small)
+
+
+# --- a lost key never leaves a namespace unusable ---------------------------------------------
+
+ROLES = ("policy", "state", "meta", "text", "hot", "fresh", "prot", "wl", "cold")
+
+
+def a_namespace_in_every_state(store: MemoryStore) -> None:
+    """Hot, protected, whitelisted and cold memories, with texts and decay ticks."""
+    store.remember("old", 2.0, text="o", now=T0)
+    store.remember("wl", 3.0, whitelist=True, text="w", now=T0)
+    store.decay(0.5)
+    for i in range(6):
+        store.remember(f"m{i}", 1.0 + i, text=f"t{i}", now=T0 + 60 * S + i)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_call_works_after_losing_any_one_key(
+    make_store: StoreFactory, client: redis.Redis, role: str
+) -> None:
+    store = make_store(max_hot=5, protect_s=30, whitelist_cap=2)
+    a_namespace_in_every_state(store)
+    client.delete(key_name(store.namespace, role))
+    later = T0 + 200 * S
+    for i in range(8):  # evicts, expires protection, trims
+        store.remember(f"n{i}", 5.0 + i, now=later + i)
+    store.whitelist("n7", now=later + 10)
+    store.demote("n7", now=later + 11)
+    store.touch("n6", now=later + 12)
+    store.evict(now=later + 13)
+    stats = store.stats(now=later + 13)
+    listed = len(store.top(200, now=later + 13))
+    # index entries whose metadata was lost are counted until a call meets them
+    assert (
+        listed == stats.hot if role in ("policy", "state", "text", "cold") else listed <= stats.hot
+    )
+    assert store.get("n6", now=later + 13) is not None
+    for m in store.top(200, now=later + 13):
+        assert math.isfinite(m.score) and m.score > 0
+    cold = [m for m in (store.get(f"m{i}") for i in range(6)) if m and m.tier == "cold"]
+    for m in cold:
+        assert store.recall(m.id, now=later + 20).score > 0
+    # a store opened afresh on the namespace works too
+    assert MemoryStore(client, store.namespace).get("n6") is not None
+
+
+def test_a_lost_state_is_rebuilt_from_the_newest_memory(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    store = make_store(max_hot=100, protect_s=30, score_min=0)
+    a_namespace_in_every_state(store)
+    before = {m.id: m.score for m in store.top(200, now=T0 + 120 * S)}
+    client.delete(key_name(store.namespace, "state"))
+    after = {m.id: m.score for m in store.top(200, now=T0 + 120 * S)}
+    # every score, and so every order, as before: nothing decayed since the
+    # newest memory was placed (ticks taken after it would be forgotten)
+    assert after.keys() == before.keys()
+    for id, score in before.items():
+        assert after[id] == pytest.approx(score, rel=1e-9), id
+
+
+def test_a_store_warns_when_the_server_may_evict_its_keys(client: redis.Redis) -> None:
+    saved = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        with pytest.warns(UnsafeMaxmemoryPolicy, match="allkeys-lru"):
+            MemoryStore(client, "warned")
+        for safe in ("noeviction", "volatile-lru"):
+            client.config_set("maxmemory-policy", safe)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                MemoryStore(client, "warned")
+    finally:
+        client.config_set("maxmemory-policy", saved)

@@ -79,9 +79,9 @@ def test_a_batch_leaves_what_remembering_in_turn_then_evicting_leaves(
         one.remember(item.id, item.importance, text=item.text, whitelist=item.whitelist, now=now)
         for item in batch
     ]
-    hot_before = {m.id for m in one.top(1000, now=now)}
+    hot_before = {m.id for m in one.top(200, now=now)}
     one.set_policy(policy, now=now)  # evicts once, the lowest at the end of the batch
-    evicted = hot_before - {m.id for m in one.top(1000, now=now)}
+    evicted = hot_before - {m.id for m in one.top(200, now=now)}
     got = many.remember_many(batch, now=now)
     assert got.ids == tuple(item.id for item in batch)
     assert got.scores == pytest.approx([r.score for r in singles], rel=1e-9)

@@ -26,6 +26,7 @@ from memevict.errors import (
     ScriptKilled,
     SlotMigrating,
     UnexpectedReply,
+    UnsafeMaxmemoryPolicy,
     WrongType,
 )
 from memevict.policy import Policy
@@ -68,5 +69,6 @@ __all__ = [
     "SlotMigrating",
     "Stats",
     "UnexpectedReply",
+    "UnsafeMaxmemoryPolicy",
     "WrongType",
 ]

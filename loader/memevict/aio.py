@@ -14,10 +14,11 @@ used without that is configured by its first call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Generator, Sequence
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
 from memevict.commands import Call, Item
@@ -84,7 +85,13 @@ class AsyncMemoryStore(StoreBase):
         await self.registry.ensure_library(self.policy_key)
         if self.read_only:
             return await self._stored_policy()
-        return await self._configure(self._wanted, self._replace)
+        policy = await self._configure(self._wanted, self._replace)
+        # (CONFIG refused by an ACL or a managed server: nothing to check)
+        with contextlib.suppress(RedisError):
+            if self._asks_config(self.client):
+                config = await self.client.config_get("maxmemory-policy")
+                self._warn_if_keys_can_be_evicted(config)
+        return policy
 
     async def _send(self, call: Call[T]) -> T:
         try:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 import redis
 
+from memevict.commands import MAX_TOP
 from memevict.errors import MemevictError
 from memevict.policy import CLOCKS, Policy
 from memevict.results import Memory, Remembered
@@ -24,7 +25,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 def connect(url: str | None) -> Iterator[redis.Redis]:
     """A client of ``url``, or of the embedded server when url is None."""
     if url:
-        client = redis.Redis.from_url(url)
+        try:
+            client = redis.Redis.from_url(url)
+        except ValueError as error:
+            raise click.BadParameter(
+                f"{url!r}: {error} (for example redis://127.0.0.1:6379/0)", param_hint="--url"
+            ) from None
+        try:
+            client.ping()  # a wrong database index or password fails here, in one line
+        except redis.ResponseError as error:
+            client.close()
+            raise click.ClickException(f"cannot use {url}: {error}") from None
         try:
             yield client
         finally:
@@ -79,6 +90,8 @@ class _Group(click.Group):
             raise click.ClickException(f"{type(error).__name__}: {error}") from None
         except redis.ConnectionError as error:
             raise click.ClickException(f"cannot reach the server: {error}") from None
+        except redis.RedisError as error:  # anything else the server or redis-py raised
+            raise click.ClickException(f"{type(error).__name__}: {error}") from None
 
 
 @click.group(cls=_Group)
@@ -152,14 +165,21 @@ def load(ctx: click.Context, functions: bool, as_json: bool) -> None:
 
 @main.command()
 @click.argument("user")
-@click.password_option(
-    envvar="MEMEVICT_ACL_PASSWORD", help="The user's password (prompted for if not given)."
+@click.option(
+    "--password",
+    envvar="MEMEVICT_ACL_PASSWORD",
+    default=None,
+    help="The user's password (default: a new random one, in the printed line).",
 )
 @click.pass_context
-def acl(ctx: click.Context, user: str, password: str) -> None:
+def acl(ctx: click.Context, user: str, password: str | None) -> None:
     """Print the ACL SETUSER line of a least-privilege user of --namespace."""
+    import secrets
+
     from memevict.acl import acl_setuser_line
 
+    if password is None:
+        password = secrets.token_urlsafe(24)
     click.echo(acl_setuser_line(user, ctx.obj["namespace"], password))
 
 
@@ -286,12 +306,13 @@ def recall(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("rate", type=float)
+@json_option
 @click.pass_context
-def decay(ctx: click.Context, rate: float) -> None:
+def decay(ctx: click.Context, rate: float, as_json: bool) -> None:
     """Multiply every non-whitelisted hot score by RATE (0 < RATE <= 1)."""
     with _store(ctx) as store:
         store.decay(rate)
-    click.echo(f"decayed by {rate:g}")
+    _emit({"decayed": rate}, as_json, lambda: f"decayed by {rate:g}")
 
 
 @main.command()
@@ -509,8 +530,8 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     "--window",
     default=40,
     show_default=True,
-    type=click.IntRange(min=1),
-    help="Memories every policy keeps (memevict's max_hot).",
+    type=click.IntRange(min=1, max=MAX_TOP),
+    help="Memories every policy keeps (memevict's max_hot; top() reads at most 200).",
 )
 @_simulated_policy_options
 @click.option(

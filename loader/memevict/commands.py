@@ -34,7 +34,7 @@ MAX_ID_BYTES = 1024
 MIN_NOW_MS = 946684800000  # 2000-01-01T00:00:00Z, as in lua/lib/args.lua
 MAX_NOW_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, as in lua/lib/args.lua
 MAX_IMPORTANCE = 1e12  # as in lua/lib/args.lua
-MAX_TOP = 1000  # as in lua/top.lua
+MAX_TOP = 200  # as in lua/top.lua
 MAX_NAMESPACE_BYTES = 256
 MAX_BATCH = 100  # items per remember_many, as in lua/remember_many.lua
 

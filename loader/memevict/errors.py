@@ -145,6 +145,10 @@ class UnexpectedReply(MemevictError):
     code = "UNEXPECTED"
 
 
+class UnsafeMaxmemoryPolicy(UserWarning):
+    """The server's maxmemory-policy may evict any key (allkeys-*), memevict's too."""
+
+
 _BY_CODE: dict[str, type[MemevictError]] = {
     cls.code: cls
     for cls in (

@@ -19,7 +19,7 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "half_life_memories": (0.001, 1e12),
     "half_life_s": (0.001, 1e12),
     "whitelist_boost": (1, 1e6),
-    "whitelist_cap": (0, 1000),
+    "whitelist_cap": (0, 200),
     "protect_s": (0, 1e9),
     "score_min": (0, 1e12),
     "jitter": (0, 1),

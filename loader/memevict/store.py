@@ -7,14 +7,22 @@ script's keys, and the policy checks. The stores differ only in ``await``.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
 from memevict.commands import Call, Item
-from memevict.errors import BadPolicy, NoPolicy, PolicyMismatch, from_response
+from memevict.errors import (
+    BadPolicy,
+    NoPolicy,
+    PolicyMismatch,
+    UnsafeMaxmemoryPolicy,
+    from_response,
+)
 from memevict.policy import Policy
 from memevict.registry import MIGRATION_WAIT_S, Mode, ScriptRegistry, SyncClient, check_mode
 from memevict.results import Batch, Evicted, Memory, Remembered, Stats
@@ -56,6 +64,28 @@ class StoreBase:
         return commands.configure(
             policy if policy is not None else Policy(), replace=replace, now=now
         )
+
+    @staticmethod
+    def _asks_config(client: Any) -> bool:
+        """CONFIG is an admin command: a store connected as a named ACL user
+        (a least-privilege worker) does not ask, so it never meets a refusal."""
+        pool = getattr(client, "connection_pool", None)
+        return not getattr(pool, "connection_kwargs", {}).get("username")
+
+    def _warn_if_keys_can_be_evicted(self, config: Any) -> None:
+        """Warns when the server's maxmemory-policy may evict any key (allkeys-*):
+        it would take memevict's keys, which carry no TTL, one by one (README:
+        Lost keys). ``config`` is the reply to CONFIG GET maxmemory-policy."""
+        values = config.values() if isinstance(config, dict) else ()
+        for value in values:
+            if commands.as_text(value).startswith("allkeys-"):
+                warnings.warn(
+                    f"the server's maxmemory-policy is {commands.as_text(value)}: at maxmemory it "
+                    "evicts memevict's keys one by one; use noeviction or a volatile-* policy",
+                    UnsafeMaxmemoryPolicy,
+                    stacklevel=3,
+                )
+                return
 
     def _new_policy(self, policy: Policy) -> Policy:
         if policy is None:  # None means "the stored one" only to the constructor
@@ -127,6 +157,10 @@ class MemoryStore(StoreBase):
             self.policy = self._stored_policy()
         else:
             self.policy = self._configure(policy, replace_policy)
+            # (CONFIG refused by an ACL or a managed server: nothing to check)
+            with contextlib.suppress(RedisError):
+                if self._asks_config(client):
+                    self._warn_if_keys_can_be_evicted(client.config_get("maxmemory-policy"))
 
     def _send(self, call: Call[T]) -> T:
         try:

@@ -91,9 +91,10 @@ local function whitelist_key(m)
 end
 
 -- ln of a non-whitelisted hot memory's unfloored score at now, from its decay
--- key. A clock before the last access (explicit times) counts as age 0.
-local function ln_decayed(key, m, now, p, st)
-  return key - math.max(clock(now, p, st), m.g) + st.decay
+-- key alone: the namespace's time never runs backwards (namespace_now), so
+-- G(now) is at least every memory's G.
+local function ln_decayed(key, now, p, st)
+  return key - clock(now, p, st) + st.decay
 end
 
 -- ln of any memory's unfloored score at now. Cold memories keep decaying with
@@ -104,7 +105,10 @@ local function ln_score(m, now, p, st)
   end
   if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
   local key = rcall('ZSCORE', KEY.fresh, m.id) or rcall('ZSCORE', KEY.hot, m.id)
-  return ln_decayed(tonumber(key), m, now, p, st)
+  if not key then -- its index was lost (README: Lost keys): no decay ticks known
+    return math.log(m.imp + m.j) - math.max(0, clock(now, p, st) - m.g)
+  end
+  return ln_decayed(tonumber(key), now, p, st)
 end
 
 -- The score callers see: the floor applies to non-whitelisted memories only.
@@ -250,14 +254,20 @@ local function cap_whitelist(now, p, st, t)
   if excess <= 0 then return {} end
   t.demote = t.demote - excess
   local ids = rcall('ZRANGE', KEY.wl, 0, excess - 1)
+  local demoted = {}
   for _, id in ipairs(ids) do
     local m = read_meta(id)
-    unplace(m, now)
-    m.wl = false
-    write_meta(m)
-    place(m, now, p, st)
+    if m then
+      unplace(m, now)
+      m.wl = false
+      write_meta(m)
+      place(m, now, p, st)
+      demoted[#demoted + 1] = id
+    else -- its metadata was lost (README: Lost keys): the entry goes
+      rcall('ZREM', KEY.wl, id)
+    end
   end
-  return ids
+  return demoted
 end
 
 -- The cold tier keeps its cold_max most recently evicted memories (up to
@@ -344,8 +354,10 @@ local function enforce(p, st, t)
     local raws = rcall('HMGET', KEY.meta, unpack(ids))
     local metas, cold = {}, {}
     for i, id in ipairs(ids) do
-      local m = unpack_meta(id, raws[i])
-      if m.till > now then
+      local m = raws[i] and unpack_meta(id, raws[i])
+      if not m then
+        -- its metadata was lost (README: Lost keys): the entry goes with the rest
+      elseif m.till > now then
         rcall('ZADD', KEY.fresh, entries[2 * i], id)
         rcall('ZADD', KEY.prot, m.till, id)
       else
@@ -381,7 +393,7 @@ end
 local function settle(m, key, p, st, t, demoted)
   local ln
   if key and not m.wl then
-    ln = ln_decayed(key, m, t.now, p, st)
+    ln = ln_decayed(key, t.now, p, st)
   else
     ln = ln_score(m, t.now, p, st)
   end

@@ -13,7 +13,7 @@ local POLICY = {
   {'half_life_memories', 'num', 0.001, 1e12},
   {'half_life_s', 'num', 0.001, 1e12},
   {'whitelist_boost', 'num', 1, 1e6},
-  {'whitelist_cap', 'int', 0, 1000},
+  {'whitelist_cap', 'int', 0, 200},
   {'protect_s', 'num', 0, 1e9},
   {'score_min', 'num', 0, 1e12},
   {'jitter', 'num', 0, 1},
@@ -54,12 +54,8 @@ end
 --             still while nothing is remembered
 -- G is piecewise linear: configure stores its value g0 where the clock or
 -- half-life last changed, at position x0 (ms for wall, seq for activity).
-local function load_policy()
-  local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest')
-  if raw[1] == false or state[1] == false then
-    fail('NO_POLICY', 'namespace has no policy; run configure first')
-  end
+-- The policy from its stored fields (HMGET of policy_names()).
+local function parse_policy(raw)
   local p = {}
   for i, f in ipairs(POLICY) do
     p[f[1]] = f[2] == 'word' and raw[i] or tonumber(raw[i])
@@ -71,6 +67,19 @@ local function load_policy()
   else
     p.lambda = math.log(2) / p.half_life_s / 1000
   end
+  return p
+end
+
+local function load_policy()
+  local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest')
+  if raw[1] == false then
+    fail('NO_POLICY', 'namespace has no policy; run configure first')
+  end
+  if state[1] == false then
+    fail('NO_POLICY', 'namespace lost its state key; configure (any MemoryStore) rebuilds it')
+  end
+  local p = parse_policy(raw)
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
     g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0}
   return p, st

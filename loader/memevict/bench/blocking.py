@@ -26,7 +26,9 @@ import redis
 
 from memevict.bench.peers import importance
 from memevict.bench.server import busy, wait_until_idle
+from memevict.commands import MAX_TOP
 from memevict.errors import MemevictError
+from memevict.policy import Policy
 from memevict.scripts import specs
 from memevict.store import MemoryStore
 
@@ -100,16 +102,47 @@ def _methods(store: MemoryStore, calls: int) -> list[tuple[str, int, Callable[[]
         store.remember_many([(f"t4-b{i}-{k}", importance(k)) for k in range(BATCH)])
 
     methods.append((f"remember_many ({BATCH})", calls, remember_batch))
+    methods.append((f"top({MAX_TOP})", calls, lambda: store.top(MAX_TOP)))
     longer = dataclasses.replace(store.policy, half_life_s=store.policy.half_life_s * 2)
     methods.append(("set_policy (half_life_s changed)", 1, lambda: store.set_policy(longer)))
     return methods
 
 
+def _burst(
+    client: redis.Redis, namespace: str, calls: int, burst: int
+) -> list[tuple[str, int, Callable[[], Any]]]:
+    """The backlog cases of bounded work: ``burst`` memories remembered within
+    one protection window, whose protection then runs out at once, and policy
+    changes far below the namespace's size. Their own namespace, filled here."""
+    t0 = int(time.time() * 1000)
+    after = t0 + 31_000  # the burst's protection (30 s) has run out
+    policy = Policy(max_hot=10 * burst, protect_s=30, cold_max=10 * burst)
+    store = MemoryStore(client, namespace, policy, replace_policy=True)
+    for start in range(0, burst, BATCH):
+        store.remember_many([(f"b{start + k}", importance(k)) for k in range(BATCH)], now=t0)
+    lower = dataclasses.replace(policy, max_hot=10)
+    fewer_cold = dataclasses.replace(lower, cold_max=10)
+    return [
+        (f"remember, {burst:,} protections ran out", 1, lambda: store.remember("x", 5, now=after)),
+        (f"set_policy max_hot {10 * burst:,} -> 10", 1, lambda: store.set_policy(lower, now=after)),
+        ("evict, draining that backlog", calls, lambda: store.evict(now=after)),
+        ("set_policy cold_max -> 10", 1, lambda: store.set_policy(fewer_cold, now=after)),
+    ]
+
+
 def measure_blocking(
-    client: redis.Redis, url: str, namespace: str, size: int, calls: int
+    client: redis.Redis,
+    url: str,
+    namespace: str,
+    size: int,
+    calls: int,
+    burst_namespace: str,
+    burst: int,
 ) -> Blocking:
+    """Every method on ``namespace`` (``size`` memories), then the backlog
+    cases on ``burst_namespace`` with ``burst`` memories."""
     store = MemoryStore(client, namespace)
-    methods = _methods(store, calls)
+    methods = _methods(store, calls) + _burst(client, burst_namespace, calls, burst)
     saved = client.config_get("slowlog-*")
     client.config_set("slowlog-log-slower-than", SLOWLOG_US)
     client.config_set("slowlog-max-len", SLOWLOG_LEN)

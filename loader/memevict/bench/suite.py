@@ -36,6 +36,7 @@ class BenchConfig:
     seed_decay_max: int  # and once more up to this one
     footprint_memories: int  # T5
     blocking_calls: int  # T4: calls per method
+    burst_memories: int  # T4: remembered within one protection window (bounded work)
 
     @classmethod
     def full(cls) -> BenchConfig:
@@ -44,7 +45,7 @@ class BenchConfig:
             clients=50, processes=10, concurrent_rounds=5, concurrent_window_s=2.0,
             sizes=(1_000, 10_000, 100_000, 1_000_000), size_rounds=5, size_ops=300,
             seed_decay_each_round=10_000, seed_decay_max=100_000,
-            footprint_memories=100_000, blocking_calls=20,
+            footprint_memories=100_000, blocking_calls=20, burst_memories=50_000,
         )  # fmt: skip
 
     @classmethod
@@ -55,7 +56,7 @@ class BenchConfig:
             clients=10, processes=5, concurrent_rounds=2, concurrent_window_s=0.3,
             sizes=(100, 1_000), size_rounds=3, size_ops=30,
             seed_decay_each_round=1_000, seed_decay_max=1_000,
-            footprint_memories=1_000, blocking_calls=3,
+            footprint_memories=1_000, blocking_calls=3, burst_memories=1_000,
         )  # fmt: skip
 
 
@@ -108,7 +109,13 @@ def run_bench(url: str | None, config: BenchConfig, progress: Callable[[str], No
             t0 = time.perf_counter()
             largest = max(stores, key=lambda s: s.size)
             blocking = measure_blocking(
-                client, server.url, largest.namespace, largest.size, config.blocking_calls
+                client,
+                server.url,
+                largest.namespace,
+                largest.size,
+                config.blocking_calls,
+                keys.namespace("burst"),
+                config.burst_memories,
             )
             step(f"blocking at {largest.size:,} memories", t0)
         finally:
