@@ -54,7 +54,7 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
 
 def test_policy_show_and_set(server: Server, client: redis.Redis) -> None:
     code, out = run(server, "policy", "--json")
-    assert code == 0 and json.loads(out)["max_hot"] == 100
+    assert code == 1 and "does not exist" in out  # showing never creates
     code, out = run(server, "policy", "--max-hot", "5", "--half-life-s", "60", "--json")
     assert code == 0 and json.loads(out)["max_hot"] == 5
     code, out = run(server, "policy", "--json")
@@ -260,3 +260,25 @@ def test_acl_without_a_password_prints_a_line_with_a_new_one() -> None:
 def test_decay_prints_json(server: Server) -> None:
     code, out = run(server, "decay", "0.5", "--json")
     assert code == 0 and json.loads(out) == {"decayed": 0.5}
+
+
+def test_evict_drains_the_whole_backlog(server: Server, client: redis.Redis) -> None:
+    store = MemoryStore(client, "cli", Policy(max_hot=1000, protect_s=0, cold_max=10_000))
+    for i in range(0, 600, 100):
+        store.remember_many([(f"m{k}", 1.0 + k) for k in range(i, i + 100)])
+    store.set_policy(Policy(max_hot=10, protect_s=0, cold_max=10_000))  # evicts 200 of 590
+    assert store.stats().backlog > 0
+    code, out = run(server, "evict", "--json")
+    assert code == 0, out
+    assert len(json.loads(out)["evicted"]) == 600 - 10 - 200
+    assert store.stats().backlog == 0 and store.stats().hot == 10
+
+
+@pytest.mark.parametrize("command", [["stats"], ["get", "x"], ["top"], ["policy"]])
+def test_reads_of_a_namespace_that_does_not_exist_create_nothing(
+    server: Server, client: redis.Redis, command: list[str]
+) -> None:
+    result = CliRunner().invoke(main, ["--url", server.url, "--namespace", "nosuch", *command])
+    assert result.exit_code == 1
+    assert "namespace 'nosuch' does not exist" in result.output
+    assert client.keys("*") == []

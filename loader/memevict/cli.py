@@ -48,9 +48,11 @@ def connect(url: str | None) -> Iterator[redis.Redis]:
 
 
 @contextmanager
-def _store(ctx: click.Context) -> Iterator[MemoryStore]:
+def _store(ctx: click.Context, *, read: bool = False) -> Iterator[MemoryStore]:
+    """The namespace's store; for a command that only reads (``read``), one that
+    never writes, so reading a namespace that does not exist does not create it."""
     with connect(ctx.obj["url"]) as client:
-        yield MemoryStore(client, ctx.obj["namespace"])
+        yield MemoryStore(client, ctx.obj["namespace"], read_only=read)
 
 
 def _emit(data: Any, as_json: bool, text: Callable[[], str]) -> None:
@@ -74,6 +76,7 @@ def _memory_line(m: Memory) -> str:
     return f"{m.id}  score={m.score:.6g}  importance={m.importance:g}  {m.tier} {flags}{text}"
 
 
+_MAX_DRAIN_CALLS = 10_000  # memevict evict: 2,000,000 memories moved at most
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 now_option = click.option(
     "--now", type=int, default=None, help="Time in ms since the epoch (default: server clock)."
@@ -213,7 +216,7 @@ def remember(
 @click.pass_context
 def get(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
     """Show one memory."""
-    with _store(ctx) as store:
+    with _store(ctx, read=True) as store:
         m = store.get(id, now=now)
     if m is None:
         raise click.ClickException(f"NotFound: no memory {id}")
@@ -227,7 +230,7 @@ def get(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
 @click.pass_context
 def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
     """The k highest-scored hot memories."""
-    with _store(ctx) as store:
+    with _store(ctx, read=True) as store:
         ms = store.top(k, now=now)
     _emit(ms, as_json, lambda: "\n".join(_memory_line(m) for m in ms) or "(empty)")
 
@@ -320,10 +323,24 @@ def decay(ctx: click.Context, rate: float, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def evict(ctx: click.Context, now: int | None, as_json: bool) -> None:
-    """Evict down to max_hot if the hot tier is over it."""
+    """Bring the namespace back to its policy: evict down to max_hot, demote down to
+    whitelist_cap, trim the cold tier. Each call's work is bounded, so this calls
+    evict until no backlog is left; other clients run in between."""
+    evicted: list[str] = []
+    demoted: list[str] = []
     with _store(ctx) as store:
-        e = store.evict(now=now)
-    _emit(e, as_json, lambda: f"evicted={list(e.evicted)} over={e.over}")
+        for _ in range(_MAX_DRAIN_CALLS):  # (writers adding backlog as fast as it drains)
+            e = store.evict(now=now)
+            evicted += e.evicted
+            demoted += e.demoted
+            if e.backlog == 0:
+                break
+    done = dataclasses.replace(e, evicted=tuple(evicted), demoted=tuple(demoted))
+    _emit(
+        done,
+        as_json,
+        lambda: f"evicted={list(done.evicted)} demoted={list(done.demoted)} over={done.over}",
+    )
 
 
 @main.command()
@@ -332,7 +349,7 @@ def evict(ctx: click.Context, now: int | None, as_json: bool) -> None:
 @click.pass_context
 def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
     """Counts of hot, cold, whitelisted and protected memories."""
-    with _store(ctx) as store:
+    with _store(ctx, read=True) as store:
         s = store.stats(now=now)
     _emit(
         s,
@@ -356,8 +373,8 @@ def _policy_options(command: F) -> F:
 @click.pass_context
 def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
     """Show the namespace's policy, or set fields of it (e.g. --max-hot 50)."""
-    with _store(ctx) as store:
-        updates = {k: v for k, v in changes.items() if v is not None}
+    updates = {k: v for k, v in changes.items() if v is not None}
+    with _store(ctx, read=not updates) as store:
         current = store.policy
         if updates:
             current = store.set_policy(dataclasses.replace(current, **updates))

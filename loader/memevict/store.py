@@ -109,7 +109,10 @@ class StoreBase:
             if v is not None
         }
         if len(stored) != len(POLICY_FIELDS):
-            raise NoPolicy(f"namespace {self.namespace!r} has no policy")
+            raise NoPolicy(
+                f"namespace {self.namespace!r} does not exist (it has no policy); a store "
+                "that may write creates it (memevict policy --max-hot N, or remember)"
+            )
         return Policy.from_strings(stored)
 
 
