@@ -1,5 +1,7 @@
 #!lua
--- forget: delete a memory everywhere (hot or cold, metadata and text).
+-- forget: delete a memory everywhere (hot or cold, metadata and text). An
+-- unknown id (or one beyond cold_max, already gone for every reader) fails
+-- with NOT_FOUND, as every call naming a memory does except get.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
@@ -16,8 +18,8 @@
 --
 -- ARGV[1] id: string, 1..1024 bytes
 --
--- Returns: 1 if the memory existed and was deleted, 0 if it was unknown.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
+-- Returns: 1 (the memory was deleted).
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -29,13 +31,11 @@ local p = load_policy()
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold)
-  local m = read_meta(id)
-  if not m then return 0 end
-  local gone = cold_gone(m, p) -- already gone for every reader: deleted, reported unknown
+  if not read_live(id, p) then fail('NOT_FOUND', 'no memory ' .. id) end
   rcall('HDEL', KEY.meta, id)
   rcall('HDEL', KEY.text, id)
   for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
     rcall('ZREM', index, id)
   end
-  return gone and 0 or 1
+  return 1
 end)

@@ -1,7 +1,8 @@
 #!lua
 -- touch: mark a hot memory as used now. Its age and accumulated decay ticks
 -- start again (it is as fresh as a new memory); its protection window and
--- jitter are unchanged. A cold or unknown id is left alone. A memory whose
+-- jitter are unchanged. A cold memory is left alone; an unknown id fails
+-- with NOT_FOUND. A memory whose
 -- protection has run out becomes evictable here, so the hot tier is then
 -- brought back to max_hot as remember does.
 --
@@ -21,9 +22,9 @@
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: nil if the memory is cold or unknown, else [score, [evicted id, ...],
+-- Returns: nil if the memory is cold, else [score, [evicted id, ...],
 --   [], over] as remember.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -36,8 +37,9 @@ local p, st = load_policy()
 now = namespace_now(now, st)
 
 return once(p, function()
-  local m = read_meta(id)
-  if not m or m.cold then return false end
+  local m = read_live(id, p)
+  if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+  if m.cold then return false end
   local t = read_tiers(now)
   start_writes(t, st)
   lift(m, t)

@@ -283,8 +283,8 @@ class Model:
         return Remembered(id, score, evicted, demoted, over)
 
     def touch(self, id: str, now: int) -> Remembered | None:
-        m = self.memories.get(id)
-        if m is None or m.cold:
+        m = self._known(id)
+        if m.cold:
             return None
         now = self._write_at(now)
         self._expire_protection(now)
@@ -341,8 +341,9 @@ class Model:
         evicted, over = self._enforce(now)
         return Remembered(id, score, evicted, (), over)
 
-    def forget(self, id: str) -> bool:
-        return self.memories.pop(id, None) is not None
+    def forget(self, id: str) -> None:
+        self._known(id)
+        del self.memories[id]
 
     def set_policy(self, policy: Policy, now: int) -> None:
         """A new policy from now: a new era of the clock, then the lower caps

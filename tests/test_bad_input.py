@@ -317,7 +317,9 @@ def test_python_api_rejects_bad_input(
     assert_rejected(client, lambda: getattr(store, method)(**kwargs), error)
 
 
-@pytest.mark.parametrize("method", ["whitelist", "demote", "recall"])
+# The one convention: every call naming a memory raises NotFound for an unknown
+# id and writes nothing, except get, a lookup, which returns None.
+@pytest.mark.parametrize("method", ["touch", "whitelist", "demote", "recall", "forget"])
 def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, method: str) -> None:
     kwargs = {**VALID_CALLS[method], "id": "nope"}
     assert_rejected(client, lambda: getattr(store, method)(**kwargs), NotFound)
@@ -836,12 +838,13 @@ def test_odd_ids_work_through_python(client: redis.Redis, memory_id: str) -> Non
     assert store.remember("higher", 9.5, now=T0 + 5).evicted == (memory_id,)
     cold = store.get(memory_id, now=T0 + 5)
     assert cold is not None and cold.tier == "cold"
-    assert store.forget("high")
+    store.forget("high")
     assert store.recall(memory_id, now=T0 + 6).evicted == ()
     assert [x.id for x in store.top(5, now=T0 + 6)] == ["higher", memory_id]
-    assert store.forget(memory_id)
+    store.forget(memory_id)
     assert store.get(memory_id, now=T0 + 6) is None
-    assert not store.forget(memory_id)
+    with pytest.raises(NotFound):
+        store.forget(memory_id)
     assert_only_namespace_keys(client)
     assert namespace_dump(client, OTHER) == other
 
@@ -867,7 +870,7 @@ def test_odd_ids_round_trip_through_raw_evalsha(client: redis.Redis, raw_id: byt
     again = store.get(m.id, now=T0)
     assert again is not None and again.id == m.id
     assert store.whitelist(m.id, now=T0 + 1).id == m.id
-    assert store.forget(m.id)
+    store.forget(m.id)
     assert raw_call(client, "get", {"id": raw_id, "now": str(T0)}) is None
     assert_only_namespace_keys(client)
     assert namespace_dump(client, OTHER) == other

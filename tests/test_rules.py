@@ -55,7 +55,8 @@ def test_touch_makes_a_memory_fresh_again(make_store: StoreFactory) -> None:
     assert m is not None and m.last_access == T0 + 3600 * S
     # age and the decay tick both start again
     assert 6.0 <= m.score < 6.0 + JITTER
-    assert store.touch("unknown", now=T0) is None
+    with pytest.raises(NotFound):  # every call naming an unknown memory, but get
+        store.touch("unknown", now=T0)
 
 
 def test_remember_upserts(make_store: StoreFactory) -> None:
@@ -341,9 +342,10 @@ def test_forget_deletes_everywhere(make_store: StoreFactory, client: redis.Redis
     s = store.stats(now=T0 + 60 * S)
     assert (s.hot, s.cold, s.protected) == (1, 2, 1)
     for memory_id in ("hot", "cold", "fresh"):
-        assert store.forget(memory_id)
+        store.forget(memory_id)
         assert store.get(memory_id, now=T0) is None
-    assert not store.forget("hot")
+    with pytest.raises(NotFound):
+        store.forget("hot")
     data_keys = [key_name("t", r) for r in ("meta", "text", "hot", "fresh", "prot", "wl", "cold")]
     assert client.exists(*data_keys) == 0
 

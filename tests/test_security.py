@@ -32,6 +32,7 @@ from memevict import (
     Item,
     MemevictError,
     MemoryStore,
+    NotFound,
     PermissionDenied,
     Policy,
 )
@@ -235,9 +236,10 @@ def read_only_store(r: Run) -> None:
 
 
 def forget(r: Run) -> None:
-    assert r.s.forget(r.id("d"))
+    r.s.forget(r.id("d"))
     assert r.s.get(r.id("d"), now=T0) is None
-    assert not r.s.forget(r.id("d"))
+    with pytest.raises(NotFound):
+        r.s.forget(r.id("d"))
 
 
 def remember_many(r: Run) -> None:

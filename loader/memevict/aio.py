@@ -152,7 +152,7 @@ class AsyncMemoryStore(StoreBase):
 
     async def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
         """Marks a hot memory as used now (evicting if that made the hot tier
-        too full); None if it is cold or unknown."""
+        too full); None if it is cold; NotFound if unknown."""
         return await self._run(commands.touch(id, now=now))
 
     async def decay(self, rate: float) -> None:
@@ -176,8 +176,8 @@ class AsyncMemoryStore(StoreBase):
         """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
         return await self._run(commands.recall(id, now=now))
 
-    async def forget(self, id: str) -> bool:
-        """Deletes a memory everywhere; False if it was unknown."""
+    async def forget(self, id: str) -> None:
+        """Deletes a memory everywhere; NotFound if it is unknown."""
         return await self._run(commands.forget(id))
 
     async def get(self, id: str, *, now: int | None = None) -> Memory | None:

@@ -280,7 +280,8 @@ def demote(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
 def forget(ctx: click.Context, id: str, as_json: bool) -> None:
     """Delete a memory everywhere."""
     with _store(ctx) as store:
-        _done(as_json, id, "forget", store.forget(id))
+        store.forget(id)
+    _done(as_json, id, "forget", True)
 
 
 @main.command()

@@ -278,8 +278,8 @@ def recall(memory_id: str, *, now: int | None) -> Call[Remembered]:
     return _by_id("recall", memory_id, now)
 
 
-def forget(memory_id: str) -> Call[bool]:
-    return Call("forget", {"id": _id(memory_id)}, bool, _call())
+def forget(memory_id: str) -> Call[None]:
+    return Call("forget", {"id": _id(memory_id)}, lambda _: None, _call())
 
 
 def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:

@@ -222,7 +222,7 @@ class MemoryStore(StoreBase):
 
     def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
         """Marks a hot memory as used now (evicting if that made the hot tier
-        too full); None if it is cold or unknown."""
+        too full); None if it is cold; NotFound if unknown."""
         return self._run(commands.touch(id, now=now))
 
     def decay(self, rate: float) -> None:
@@ -246,8 +246,8 @@ class MemoryStore(StoreBase):
         """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
         return self._run(commands.recall(id, now=now))
 
-    def forget(self, id: str) -> bool:
-        """Deletes a memory everywhere; False if it was unknown."""
+    def forget(self, id: str) -> None:
+        """Deletes a memory everywhere; NotFound if it is unknown."""
         return self._run(commands.forget(id))
 
     def get(self, id: str, *, now: int | None = None) -> Memory | None:

@@ -206,8 +206,8 @@ def _record(
         changed = op != "demote" or id in demoted
     elif isinstance(result, Evicted):
         evicted = result.evicted
-    elif isinstance(result, bool) or result is None:
-        changed = bool(result) if op != "decay" else True
+    elif result is None:  # touch of a cold memory changed nothing; forget and decay did
+        changed = op != "touch"
     return Record("", op, id, importance, whitelist, now, 0.0, 0.0, "ok", evicted, demoted, changed)
 
 
