@@ -19,7 +19,8 @@
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 --
--- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always stores it
+-- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always
+--   stores it; 'update' changes the fields given (the others are '') of the stored one
 -- ARGV[2] max_hot: whole number >= 1, hot memories kept before eviction starts
 -- ARGV[3] evict_batch: whole number >= 0, extra memories evicted once eviction starts
 -- ARGV[4] clock: 'activity' or 'wall', what recency is measured in
@@ -39,28 +40,35 @@
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
 --   retry_window_s] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
---   or 'replaced'; the fields as strings, the policy in force after the call.
---   A new clock or half-life applies from now: recency already lost stays
---   lost, and from now on it halves every new half-life of the new clock.
---   O(1): no key is rewritten.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW
+--   or 'replaced' (replace or update); the fields as strings, the policy in
+--   force after the call. A new clock or half-life applies from now: recency
+--   already lost stays lost, and from now on it halves every new half-life of
+--   the new clock. No key is rewritten; lower caps apply within the call's
+--   bounded work (lib/memory.lua), the rest over the next calls.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW, NO_POLICY (update)
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
 
 check_call()
-if ARG.mode ~= 'init' and ARG.mode ~= 'replace' then
-  fail('BAD_ARG', "mode must be 'init' or 'replace'")
+if ARG.mode ~= 'init' and ARG.mode ~= 'replace' and ARG.mode ~= 'update' then
+  fail('BAD_ARG', "mode must be 'init', 'replace' or 'update'")
 end
 local given = {}
 for i, f in ipairs(POLICY) do
-  local x, why = policy_value(f, ARGV[i + 1])
-  if x == nil then fail('BAD_POLICY', why) end
-  given[i] = ARGV[i + 1]
+  if not (ARG.mode == 'update' and ARGV[i + 1] == '') then
+    local x, why = policy_value(f, ARGV[i + 1])
+    if x == nil then fail('BAD_POLICY', why) end
+    given[i] = ARGV[i + 1]
+  end
 end
 local now = arg_now(ARG.now)
 
 local stored = rcall('HMGET', KEY.policy, unpack(policy_names()))
+if ARG.mode == 'update' then -- the fields not given keep their stored values
+  if stored[1] == false then fail('NO_POLICY', 'namespace has no policy to update') end
+  for i = 1, #POLICY do given[i] = given[i] or stored[i] end
+end
 
 local function reply(status, values)
   local out = {status}

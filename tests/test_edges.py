@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from memevict import (
+    BadArgument,
     BadNow,
     BadPolicy,
     Evicted,
@@ -21,6 +22,7 @@ from memevict import (
     MemoryStore,
     NotFound,
     Policy,
+    PolicyMismatch,
     ReplyNotKept,
     UnsafeMaxmemoryPolicy,
     commands,
@@ -401,3 +403,49 @@ def test_a_store_warns_when_the_server_may_evict_its_keys(client: redis.Redis) -
                 MemoryStore(client, "warned")
     finally:
         client.config_set("maxmemory-policy", saved)
+
+
+# --- operators and workers share one policy ---------------------------------------------------
+
+
+def test_fields_change_atomically_without_losing_another_change(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    worker = make_store(max_hot=10)
+    operator = MemoryStore(client, worker.namespace)  # adopts the stored policy
+    operator.set_policy(half_life_s=60.0)
+    # the worker's snapshot is stale; changing one field keeps the operator's
+    changed = worker.set_policy(max_hot=7)
+    assert (changed.max_hot, changed.half_life_s) == (7, 60.0)
+    assert worker.policy == changed
+    assert operator.policy.max_hot == 10  # a snapshot ...
+    assert operator.reload_policy() == changed  # ... read again on demand
+    assert operator.policy == changed
+
+
+def test_a_worker_restarted_with_an_old_policy_can_adopt_the_stored_one(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    started_with = Policy(max_hot=10)
+    store = MemoryStore(client, "shared", started_with)
+    store.set_policy(max_hot=20)  # an operator's change
+    with pytest.raises(PolicyMismatch, match="adopt_policy"):
+        MemoryStore(client, "shared", started_with)
+    restarted = MemoryStore(client, "shared", started_with, adopt_policy=True)
+    assert restarted.policy.max_hot == 20
+    # on a new namespace the policy it brings is the one stored
+    assert MemoryStore(client, "new", started_with, adopt_policy=True).policy == started_with
+
+
+def test_bad_field_changes_write_nothing(make_store: StoreFactory, client: redis.Redis) -> None:
+    store = make_store(max_hot=10)
+    before = store.reload_policy()
+    with pytest.raises(BadPolicy):
+        store.set_policy(max_hot=0)
+    with pytest.raises(BadPolicy):
+        store.set_policy(max_hot_typo=3)
+    with pytest.raises(BadArgument):
+        store.set_policy(before, max_hot=3)
+    with pytest.raises(BadPolicy):
+        store.set_policy()
+    assert store.reload_policy() == before

@@ -42,11 +42,13 @@ class AsyncMemoryStore(StoreBase):
         policy: Policy | None = None,
         *,
         replace_policy: bool = False,
+        adopt_policy: bool = False,
         read_only: bool = False,
         mode: Mode = "scripts",
         migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
+        self.adopt_policy = adopt_policy
         self.client = client
         self.registry = AsyncScriptRegistry(
             client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
@@ -123,10 +125,19 @@ class AsyncMemoryStore(StoreBase):
             raise from_response(error) from None
         return self._parse_stored_policy(values)
 
-    async def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
+    async def set_policy(
+        self, policy: Policy | None = None, *, now: int | None = None, **changes: Any
+    ) -> Policy:
         """As MemoryStore.set_policy."""
         await self._ready()
-        self._policy = await self._configure(self._new_policy(policy), True, now)
+        _, stored = await self._send(self._set_policy_call(policy, changes, now))
+        self._policy = stored
+        return stored
+
+    async def reload_policy(self) -> Policy:
+        """As MemoryStore.reload_policy."""
+        await self._ready()
+        self._policy = await self._stored_policy()
         return self._policy
 
     async def remember(

@@ -376,9 +376,7 @@ def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
     """Show the namespace's policy, or set fields of it (e.g. --max-hot 50)."""
     updates = {k: v for k, v in changes.items() if v is not None}
     with _store(ctx, read=not updates) as store:
-        current = store.policy
-        if updates:
-            current = store.set_policy(dataclasses.replace(current, **updates))
+        current = store.set_policy(**updates) if updates else store.policy
     _emit(
         current,
         as_json,

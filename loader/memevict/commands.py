@@ -8,9 +8,10 @@ sends the call, so sync and async stores share every line of this.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -179,6 +180,31 @@ def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[
         return status, Policy.from_strings(dict(zip(policy.to_args(), values, strict=True)))
 
     args = {"mode": "replace" if replace else "init", **policy.to_args(), "now": _now(now)}
+    return Call("configure", args, parse)
+
+
+def update_policy(
+    changes: Mapping[str, Any], *, now: int | None = None
+) -> Call[tuple[str, Policy]]:
+    """Changes only the given fields of the stored policy, in one atomic call (no
+    read-modify-write race between two operators changing different fields)."""
+    if not changes:
+        raise BadPolicy("set_policy needs a Policy or at least one field to change")
+    try:  # each value checked as Policy checks it, for a friendly error
+        checked = dataclasses.replace(Policy(), **changes)
+    except TypeError as error:
+        raise BadPolicy(f"not a Policy field: {error}") from None
+    values = checked.to_args()
+
+    def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
+        status, *stored = (as_text(x) for x in reply)
+        return status, Policy.from_strings(dict(zip(values, stored, strict=True)))
+
+    args = {
+        "mode": "update",
+        **{name: values[name] if name in changes else "" for name in values},
+        "now": _now(now),
+    }
     return Call("configure", args, parse)
 
 

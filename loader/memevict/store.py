@@ -17,6 +17,7 @@ from redis.exceptions import RedisError, ResponseError
 from memevict import commands
 from memevict.commands import Call, Item
 from memevict.errors import (
+    BadArgument,
     BadPolicy,
     NoPolicy,
     PolicyMismatch,
@@ -48,6 +49,7 @@ class StoreBase:
             if RECEIPT in spec.keys
         }
         self.policy_key = key_name(namespace, "policy")
+        self.adopt_policy = False
 
     def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[str], list[ArgValue]]:
         """The script, KEYS and ARGV of a call."""
@@ -87,17 +89,25 @@ class StoreBase:
                 )
                 return
 
-    def _new_policy(self, policy: Policy) -> Policy:
+    def _set_policy_call(
+        self, policy: Policy | None, changes: dict[str, Any], now: int | None
+    ) -> Call[tuple[str, Policy]]:
+        """A whole new policy, or changes to some fields of the stored one."""
+        if changes:
+            if policy is not None:
+                raise BadArgument("set_policy takes a Policy or fields to change, not both")
+            return commands.update_policy(changes, now=now)
         if policy is None:  # None means "the stored one" only to the constructor
             raise BadPolicy("set_policy needs a Policy, got None")
-        return policy
+        return commands.configure(policy, replace=True, now=now)
 
     def _checked(self, policy: Policy | None, stored: Policy) -> Policy:
-        """The stored policy, which must be ``policy`` when one was asked for."""
-        if policy is not None and stored != policy:
+        """The stored policy, which must be ``policy`` when one was asked for
+        (unless the store adopts a stored policy)."""
+        if policy is not None and stored != policy and not self.adopt_policy:
             raise PolicyMismatch(
                 f"namespace {self.namespace!r} already has policy {stored}; "
-                "pass replace_policy=True to replace it"
+                "pass replace_policy=True to replace it, or adopt_policy=True to use it"
             )
         return stored
 
@@ -146,11 +156,13 @@ class MemoryStore(StoreBase):
         policy: Policy | None = None,
         *,
         replace_policy: bool = False,
+        adopt_policy: bool = False,
         read_only: bool = False,
         mode: Mode = "scripts",
         migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
+        self.adopt_policy = adopt_policy
         self.client = client
         self.registry = ScriptRegistry(
             client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
@@ -195,10 +207,20 @@ class MemoryStore(StoreBase):
             raise from_response(error) from None
         return self._parse_stored_policy(values)
 
-    def set_policy(self, policy: Policy, *, now: int | None = None) -> Policy:
-        """Replaces the namespace's stored policy for every worker, from ``now``
-        on: a new half_life_s changes how fast recency falls from then."""
-        self.policy = self._configure(self._new_policy(policy), True, now)
+    def set_policy(
+        self, policy: Policy | None = None, *, now: int | None = None, **changes: Any
+    ) -> Policy:
+        """Replaces the namespace's stored policy for every worker (``policy``), or
+        changes some of its fields in one atomic call (``set_policy(max_hot=7)``),
+        from ``now`` on: a new half_life_s changes how fast recency falls from then.
+        Returns the policy now in force (also ``self.policy``)."""
+        _, self.policy = self._send(self._set_policy_call(policy, changes, now))
+        return self.policy
+
+    def reload_policy(self) -> Policy:
+        """The namespace's stored policy, read now (another worker or an operator may
+        have changed it since this store was made); also ``self.policy``."""
+        self.policy = self._stored_policy()
         return self.policy
 
     def remember(
