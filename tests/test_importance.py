@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
-from memevict import MemoryStore, importance
+from memevict import importance
 from memevict.errors import BadArgument, BadImportance
 from memevict.importance import (
     CATEGORIES,
@@ -462,11 +461,3 @@ def test_a_label_is_a_small_frozen_value() -> None:
     assert got == Label("chitchat", 1.0, "chitchat")
     with pytest.raises(AttributeError):
         got.category = "context"  # type: ignore[misc]
-
-
-def test_the_readme_labeler_example_runs_as_written(client: redis.Redis) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    [block] = re.findall(r"```python\n(from memevict import MemoryStore\n.*?)```", readme, re.S)
-    exec(block, {"client": client})  # the block names the test server's client `client`
-    memory = MemoryStore(client, "agent-42").get("m-17")
-    assert memory is not None and memory.importance == CATEGORIES["instruction"]
