@@ -567,3 +567,30 @@ def test_load_reaches_every_node(cluster: Cluster, client: redis.cluster.RedisCl
     result = CliRunner().invoke(main, ["--url", url, "load", "--functions"])
     assert result.exit_code == 0, result.output
     assert all(node.function_list(library="memevict") for node in nodes)
+
+
+def test_every_cli_command_works_against_a_cluster_url(
+    cluster: Cluster, client: redis.cluster.RedisCluster
+) -> None:
+    # the URL of one node: the CLI sees a cluster and routes every call by slot
+    url = f"redis://127.0.0.1:{cluster.nodes[0].port}/0"
+    ns = next(f"cli-{i}" for i in range(1000) if cluster.owner(key_slot(f"cli-{i}".encode())) != 0)
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(main, ["--url", url, "-n", ns, *args])
+        assert result.exit_code == 0, (args, result.output)
+        return result.output
+
+    cli("policy", "--max-hot", "2", "--protect-s", "0")
+    for i, importance in enumerate(("2", "5", "9")):
+        cli("remember", f"m{i}", "-i", importance, "--text", f"t{i}")
+    assert json.loads(cli("get", "m2", "--json"))["tier"] == "hot"
+    assert [m["id"] for m in json.loads(cli("top", "--json"))] == ["m2", "m1"]
+    assert json.loads(cli("stats", "--json"))["cold"] == 1
+    for command in (["touch", "m1"], ["whitelist", "m1"], ["demote", "m1"], ["recall", "m0"]):
+        cli(*command)
+    cli("decay", "0.5")
+    cli("evict")
+    cli("forget", "m0")
+    out = cli("simulate", "--turns", "40", "--window", "10", "--json")
+    assert json.loads(out)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 import redis
+from redis.cluster import RedisCluster
 
 from memevict.commands import MAX_TOP
 from memevict.errors import MemevictError
@@ -22,8 +23,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def connect(url: str | None) -> Iterator[redis.Redis]:
-    """A client of ``url``, or of the embedded server when url is None."""
+def connect(url: str | None, *, routed: bool = True) -> Iterator[Any]:
+    """A client of ``url``, or of the embedded server when url is None. A URL of
+    a cluster node gives a cluster client, which routes each call to the node of
+    its slot (``routed``; else a client of that node alone)."""
     if url:
         try:
             client = redis.Redis.from_url(url)
@@ -33,13 +36,18 @@ def connect(url: str | None) -> Iterator[redis.Redis]:
             ) from None
         try:
             client.ping()  # a wrong database index or password fails here, in one line
+            cluster = routed and client.info("cluster").get("cluster_enabled") == 1
         except redis.ResponseError as error:
             client.close()
             raise click.ClickException(f"cannot use {url}: {error}") from None
-        try:
-            yield client
-        finally:
+        chosen: redis.Redis | RedisCluster = client
+        if cluster:
             client.close()
+            chosen = RedisCluster.from_url(url)
+        try:
+            yield chosen
+        finally:
+            chosen.close()
     else:
         from memevict.embedded import embedded_client
 
@@ -152,7 +160,7 @@ def load(ctx: click.Context, functions: bool, as_json: bool) -> None:
     node CLUSTER NODES lists) before traffic; prints name -> SHA1."""
     from memevict.preload import preload
 
-    with connect(ctx.obj["url"]) as client:
+    with connect(ctx.obj["url"], routed=False) as client:
         loaded = preload(client, functions=functions)
 
     def text() -> str:
@@ -422,7 +430,12 @@ def stress(
     """
     from memevict.stress import StressConfig, run
 
-    with connect(ctx.obj["url"]) as client:
+    with connect(ctx.obj["url"], routed=False) as client:
+        if client.info("cluster").get("cluster_enabled") == 1:
+            raise click.ClickException(
+                "stress checks one server's snapshots (MULTI over every key); "
+                "give it the URL of a single server, not of a cluster node"
+            )
         kwargs = client.connection_pool.connection_kwargs
         url = ctx.obj["url"] or f"unix://{kwargs['path']}"
         config = StressConfig(
