@@ -310,3 +310,12 @@ def test_commands_started_at_once_share_the_embedded_server(tmp_path: Path) -> N
         timeout=120,
     )
     assert json.loads(done.stdout)["hot"] == 12  # no write lost
+
+
+def test_every_command_has_json() -> None:
+    missing = [
+        name
+        for name, command in main.commands.items()
+        if not any("--json" in param.opts for param in command.params)
+    ]
+    assert missing == []

@@ -182,8 +182,9 @@ def load(ctx: click.Context, functions: bool, as_json: bool) -> None:
     default=None,
     help="The user's password (default: a new random one, in the printed line).",
 )
+@json_option
 @click.pass_context
-def acl(ctx: click.Context, user: str, password: str | None) -> None:
+def acl(ctx: click.Context, user: str, password: str | None, as_json: bool) -> None:
     """Print the ACL SETUSER line of a least-privilege user of --namespace."""
     import secrets
 
@@ -191,7 +192,8 @@ def acl(ctx: click.Context, user: str, password: str | None) -> None:
 
     if password is None:
         password = secrets.token_urlsafe(24)
-    click.echo(acl_setuser_line(user, ctx.obj["namespace"], password))
+    line = acl_setuser_line(user, ctx.obj["namespace"], password)
+    _emit({"user": user, "namespace": ctx.obj["namespace"], "line": line}, as_json, lambda: line)
 
 
 @main.command()
@@ -460,13 +462,17 @@ def stress(
 
 
 @main.command()
+@json_option
 @click.pass_context
-def demo(ctx: click.Context) -> None:
+def demo(ctx: click.Context, as_json: bool) -> None:
     """A walkthrough: a conversation longer than the window, with critical facts."""
     from memevict.demo import run_demo
+    from memevict.simulate.report import to_json
 
     with connect(ctx.obj["url"]) as client:
-        run_demo(client, click.echo)
+        result = run_demo(client, (lambda _: None) if as_json else click.echo)
+    if as_json:
+        _emit(to_json(result), True, str)
 
 
 def _simulated_policy_options(command: F) -> F:
