@@ -45,7 +45,7 @@
 --   already lost stays lost, and from now on it halves every new half-life of
 --   the new clock. No key is rewritten; lower caps apply within the call's
 --   bounded work (lib/memory.lua), the rest over the next calls.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW, NO_POLICY (update)
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua

@@ -251,6 +251,7 @@ def remember_many(r: Run) -> None:
 
 def set_policy(r: Run) -> None:
     r.s.set_policy(Policy(max_hot=1, half_life_s=60, cold_max=1, retry_window_s=0.001))
+    assert r.s.reload_policy().max_hot == 1
     assert r.s.stats().hot == 1
 
 
