@@ -449,3 +449,39 @@ def test_bad_field_changes_write_nothing(make_store: StoreFactory, client: redis
     with pytest.raises(BadPolicy):
         store.set_policy()
     assert store.reload_policy() == before
+
+
+# --- where ties are exact (README: Ranges) ----------------------------------------------------
+
+# Memories of importance I last used at the same G (the same ms on the wall clock)
+# are told apart by jitter alone; their keys stay distinct while
+#   |K| < 2^52 x jitter / (6 x N x (I + jitter)),
+# K = ln I + (half-lives since the namespace began) x ln 2 + the decay ticks' -ln(rate).
+
+
+def distinct_keys_at(make_store: StoreFactory, client: redis.Redis, age_s: float) -> int:
+    store = make_store(half_life_s=60, jitter=0.001, max_hot=1000, protect_s=0)
+    epoch = int(client.hget(key_name(store.namespace, "state"), "epoch"))  # type: ignore[arg-type]
+    at = epoch + int(age_s * S)
+    for i in range(0, 200, 100):
+        store.remember_many([(f"m{k}", 1e5) for k in range(i, i + 100)], now=at)
+    keys = client.zrange(key_name(store.namespace, "hot"), 0, -1, withscores=True)
+    return len({score for _, score in keys})
+
+
+def bound_of_k(importance: float, jitter: float, n: int) -> float:
+    return float(2**52 * jitter / (6 * n * (importance + jitter)))
+
+
+def test_ties_are_exact_inside_the_stated_range(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    # importance 1e5, 200 memories: |K| < 3.75e4, about 37 days at a 60 s half-life
+    limit = bound_of_k(1e5, 0.001, 200)
+    age_s = limit / 4 / math.log(2) * 60  # a quarter of the way: about 9 days
+    assert distinct_keys_at(make_store, client, age_s) == 200
+
+
+def test_ties_are_lost_far_outside_it(make_store: StoreFactory, client: redis.Redis) -> None:
+    # ten years at a 60 s half-life: |K| is 100x the bound, and offsets collide
+    assert distinct_keys_at(make_store, client, 10 * 365 * 86400) < 200
