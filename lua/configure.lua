@@ -7,10 +7,12 @@
 -- whitelist_cap demotes, a lower max_hot or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy fields
--- KEYS[2] state: hash, epoch (ms), decay (running sum of ln(rate)), seq (memories
---   remembered: the jitter counter and the activity clock), g0 and x0 (the recency
---   clock's value and position, ms or seq, where the policy last changed), latest
---   (the latest now a write used: the namespace's time, which never runs back)
+-- KEYS[2] state: hash, epoch (ms), decay (D: the running sum of ln(rate), plus the
+--   whole shifts that keep the decay keys small), seq (memories remembered: the
+--   jitter counter and the activity clock), g0 and x0 (the recency clock's value
+--   and position, ms or seq, where the policy last changed), latest (the latest now
+--   a write used: the namespace's time, which never runs back), wbase (the offset
+--   of the whitelist keys)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories by decay key
@@ -90,10 +92,14 @@ local function rebuild_state(p)
   if m then
     g0, latest = m.g, math.max(m.la, 0)
     local key = rcall('ZSCORE', KEY.hot, id) or rcall('ZSCORE', KEY.fresh, id)
-    if key then decay = math.log(m.imp + m.j) + m.g - tonumber(key) end
+    if key then decay = m.g - (tonumber(key) - math.log(m.imp + m.j)) end
   end
+  local wbase = 0 -- the whitelist keys' offset, from any whitelisted memory
+  local wl = rcall('ZRANGE', KEY.wl, -1, -1, 'WITHSCORES')
+  local w = wl[1] and read_meta(wl[1])
+  if w then wbase = w.g - (tonumber(wl[2]) - math.log(w.imp + w.j)) end
   rcall('HSET', KEY.state, 'epoch', now, 'decay', fmt(decay), 'seq', 0, 'g0', fmt(g0),
-    'x0', p.activity and 0 or latest, 'latest', latest)
+    'x0', p.activity and 0 or latest, 'latest', latest, 'wbase', fmt(wbase))
 end
 
 local has_state = rcall('HEXISTS', KEY.state, 'epoch') == 1
@@ -134,7 +140,7 @@ if status == 'replaced' or not has_state then
 end
 if status == 'replaced' then
   local t = read_tiers(now)
-  start_writes(t, st)
+  start_writes(t, p, st)
   cap_whitelist(now, p, st, t)
   enforce(p, st, t)
 end

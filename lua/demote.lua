@@ -42,7 +42,7 @@ return once(p, function()
   if not m.wl then
     return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, math.max(0, t.size - p.max_hot)}
   end
-  start_writes(t, st)
+  start_writes(t, p, st)
   lift(m, t)
   m.wl = false
   write_meta(m)

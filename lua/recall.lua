@@ -37,7 +37,7 @@ return once(p, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now)
-  start_writes(t, st)
+  start_writes(t, p, st)
   lift(m, t)
   refresh(m, now, p, st)
   write_meta(m)

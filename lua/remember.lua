@@ -53,7 +53,7 @@ return once(p, function()
   local gone = m and cold_gone(m, p)
   local t = read_tiers(now)
   -- Writes start here.
-  start_writes(t, st)
+  start_writes(t, p, st)
   if gone then drop_cold(m, t) end
   if gone or not m then m = {id = id, created = now, wl = false, new = true} end
   lift(m, t)

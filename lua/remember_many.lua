@@ -58,7 +58,7 @@ return once(p, function()
   end
   local t = read_tiers(now)
   -- Writes start here.
-  start_writes(t, st)
+  start_writes(t, p, st)
   local seq = rcall('HINCRBY', KEY.state, 'seq', n) - n
   local scores, demoted, seen = {}, {}, {}
   -- The writes of items met once and never whitelisted are sent together

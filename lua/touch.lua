@@ -41,7 +41,7 @@ return once(p, function()
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   if m.cold then return false end
   local t = read_tiers(now)
-  start_writes(t, st)
+  start_writes(t, p, st)
   lift(m, t)
   use(m, now, p, st)
   write_meta(m)

@@ -39,10 +39,10 @@ now = namespace_now(now, st)
 return once(p, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  local key = not m.cold and not m.wl and
-    (typed_read('ZSCORE', KEY.fresh, id) or typed_read('ZSCORE', KEY.hot, id))
   local t = read_tiers(now)
-  start_writes(t, st)
+  start_writes(t, p, st) -- (which may rebase keys: read this one after it)
+  local key = not m.cold and not m.wl and
+    (rcall('ZSCORE', KEY.fresh, id) or rcall('ZSCORE', KEY.hot, id))
   lift(m, t)
   if m.cold then refresh(m, now, p, st) end
   if key then fold_ticks(m, tonumber(key), st) end

@@ -74,8 +74,11 @@ local function clock(now, p, st)
   return st.g0 + p.lambda * (position(now, p, st) - st.x0)
 end
 
+-- Both keys subtract a large offset from G first (G - D, G - wbase), so they
+-- stay small and keep the precision of ln(importance + jitter); rebase keeps
+-- those offsets near G.
 local function decay_key(m, p, st)
-  return math.log(m.imp + m.j) + m.g - st.decay
+  return math.log(m.imp + m.j) + (m.g - st.decay)
 end
 
 -- A memory leaving the decaying indexes without an access (evicted, or
@@ -83,18 +86,18 @@ end
 -- G as extra age, so its score never rises (cold), and a demotion later
 -- resumes from where it was (see rule 7 in the README).
 local function fold_ticks(m, key, st)
-  m.g = key - math.log(m.imp + m.j) + st.decay
+  m.g = (key - math.log(m.imp + m.j)) + st.decay
 end
 
-local function whitelist_key(m)
-  return math.log(m.imp + m.j) + m.g
+local function whitelist_key(m, st)
+  return math.log(m.imp + m.j) + (m.g - st.wbase)
 end
 
 -- ln of a non-whitelisted hot memory's unfloored score at now, from its decay
 -- key alone: the namespace's time never runs backwards (namespace_now), so
 -- G(now) is at least every memory's G.
 local function ln_decayed(key, now, p, st)
-  return key - clock(now, p, st) + st.decay
+  return key + (st.decay - clock(now, p, st))
 end
 
 -- ln of any memory's unfloored score at now. Cold memories keep decaying with
@@ -181,12 +184,49 @@ end
 
 -- The first writes of every script that moves memories: the namespace's
 -- latest now (see namespace_now), then the protection that ran out.
-local function start_writes(t, st)
+-- Keys stay small, so ties stay exact however old the namespace (README:
+-- where scores and ties are exact): once G has drifted more than REBASE from
+-- the offset of an index's keys (D for hot and fresh, wbase for wl), every
+-- key of the index moves back by a whole number and the offset with it, so
+-- no score or order changes. Only while the hot tier fits in one call's work.
+local REBASE = 4096
+
+local function shift_keys(index, by)
+  local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
+  if #entries == 0 then return end
+  local moved = {}
+  for i = 1, #entries, 2 do
+    moved[#moved + 1] = fmt(tonumber(entries[i + 1]) - by)
+    moved[#moved + 1] = entries[i]
+  end
+  rcall('ZADD', index, unpack(moved))
+end
+
+local function rebase(t, p, st)
+  if t.size > WORK then return end
+  local g = clock(t.now, p, st)
+  local by = math.floor(g - st.decay)
+  if math.abs(by) > REBASE then
+    shift_keys(KEY.hot, by)
+    shift_keys(KEY.fresh, by)
+    st.decay = st.decay + by
+    rcall('HSET', KEY.state, 'decay', fmt(st.decay))
+  end
+  by = math.floor(g - st.wbase)
+  if math.abs(by) > REBASE then
+    shift_keys(KEY.wl, by)
+    st.wbase = st.wbase + by
+    rcall('HSET', KEY.state, 'wbase', fmt(st.wbase))
+  end
+end
+
+local function start_writes(t, p, st)
   if t.now > st.latest then
     rcall('HSET', KEY.state, 'latest', t.now)
     st.latest = t.now
   end
   expire_protection(t)
+  rebase(t, p, st)
 end
 
 -- Takes a hot memory out of its hot indexes (not meta). Runs after
@@ -206,7 +246,7 @@ local function place(m, now, p, st)
   local protected = m.till > now
   local key
   if m.wl then
-    rcall('ZADD', KEY.wl, fmt(whitelist_key(m)), m.id)
+    rcall('ZADD', KEY.wl, fmt(whitelist_key(m, st)), m.id)
   else
     key = decay_key(m, p, st)
     rcall('ZADD', protected and KEY.fresh or KEY.hot, fmt(key), m.id)

@@ -72,7 +72,8 @@ end
 
 local function load_policy()
   local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest')
+  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest',
+    'wbase')
   if raw[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end
@@ -81,7 +82,8 @@ local function load_policy()
   end
   local p = parse_policy(raw)
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
-    g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0}
+    g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0,
+    wbase = tonumber(state[7]) or 0}
   return p, st
 end
 
