@@ -379,9 +379,25 @@ class Checker:
         for memory_id, raw in s.meta.items():
             self._meta(memory_id, raw, s)
         if s.stats is not None:
+            p = self.policy
             protected = sum(1 for t in s.prot.values() if t > s.stats_now)
-            view = (len(hot_ids), len(s.cold), len(s.wl), protected)
-            self.expect(s.stats[:4] == view, "stats disagree with the indexes", f"{s.stats} {view}")
+            over = max(0, len(hot_ids) - p.max_hot)
+            # work left to later calls (README: Bounded work per call)
+            backlog = (
+                sum(1 for t in s.prot.values() if t <= s.stats_now)
+                + min(over, len(s.hot))
+                + max(0, len(s.wl) - p.whitelist_cap)
+                + max(0, len(s.cold) - p.cold_max)
+            )
+            view = (
+                len(hot_ids),
+                min(len(s.cold), p.cold_max),
+                len(s.wl),
+                protected,
+                over,
+                backlog,
+            )
+            self.expect(s.stats == view, "stats disagree with the indexes", f"{s.stats} {view}")
 
     def _meta(self, memory_id: str, raw: bytes, s: Snapshot) -> None:
         assert s.meta is not None
