@@ -23,11 +23,14 @@
 -- running sum of ln(rate) over decay() ticks. Ordering by the decay key is
 -- ordering by score at any t, so decay() only adds to D and time only moves
 -- t: neither rewrites a single key. Whitelisted memories do not decay, so
--- they live apart, ranked for demotion by importance x recency
--- (whitelist key = ln(importance + jitter) + G(last_access)).
+-- they live apart, ranked for demotion by the score they would have if
+-- demoted (whitelist key = ln(importance + jitter) + G(last_access) - wbase).
 -- G(last access) is stored with each memory (m.g), never recomputed from the
 -- last access time: after a change of clock or half-life, recency already
--- lost stays lost for every memory, in every score and index.
+-- lost stays lost for every memory, in every score and index. Decay ticks a
+-- memory took are folded into its m.g when it leaves the decaying indexes
+-- (fold_ticks). D also takes the whole shifts that keep decay keys small, and
+-- wbase those of whitelist keys (rebase).
 local META = '<ddddddB'
 
 -- Work per call is bounded, so no call blocks the server for long whatever
