@@ -42,6 +42,6 @@ return once(p, function()
   start_writes(t, p, st)
   local demoted = cap_whitelist(now, p, st, t)
   local evicted = enforce(p, st, t)
-  local over, backlog = pressure(p, now)
-  return {evicted, demoted, over, backlog}
+  local n = pressure(p, now)
+  return {evicted, demoted, n.over, n.backlog}
 end)

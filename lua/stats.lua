@@ -28,8 +28,6 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local wl = rcall('ZCARD', KEY.wl)
-local hot = rcall('ZCARD', KEY.hot) + rcall('ZCARD', KEY.fresh) + wl
-local over, backlog = pressure(p, now)
-return {hot, math.min(rcall('ZCARD', KEY.cold), p.cold_max), wl,
-  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), over, backlog}
+local n = pressure(p, now)
+return {n.size, math.min(n.cold, p.cold_max), n.wl,
+  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), n.over, n.backlog}

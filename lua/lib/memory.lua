@@ -340,17 +340,19 @@ local function read_live(id, p)
   return m
 end
 
--- How the namespace stands against its policy: over, how far the hot tier
--- is above max_hot; backlog, the memories waiting for work left to later
--- calls (protection run out, evictable memories above max_hot, whitelisted
--- above whitelist_cap, cold above cold_max). backlog 0: the policy holds as
--- if it always had.
+-- How the namespace stands against its policy: the sizes of its indexes
+-- (size: every hot memory), over (how far the hot tier is above max_hot) and
+-- backlog (the memories waiting for work left to later calls: protection run
+-- out, evictable memories above max_hot, whitelisted above whitelist_cap,
+-- cold above cold_max). backlog 0: the policy holds as if it always had.
 local function pressure(p, now)
-  local hot, wl = typed_read('ZCARD', KEY.hot), typed_read('ZCARD', KEY.wl)
-  local over = math.max(0, hot + typed_read('ZCARD', KEY.fresh) + wl - p.max_hot)
-  local backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + math.min(over, hot) +
-    math.max(0, wl - p.whitelist_cap) + math.max(0, typed_read('ZCARD', KEY.cold) - p.cold_max)
-  return over, backlog
+  local n = {hot = typed_read('ZCARD', KEY.hot), wl = typed_read('ZCARD', KEY.wl),
+    cold = typed_read('ZCARD', KEY.cold)}
+  n.size = n.hot + typed_read('ZCARD', KEY.fresh) + n.wl
+  n.over = math.max(0, n.size - p.max_hot)
+  n.backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + math.min(n.over, n.hot) +
+    math.max(0, n.wl - p.whitelist_cap) + math.max(0, n.cold - p.cold_max)
+  return n
 end
 
 -- Drops a cold_gone memory now, for a call that remembers its id anew.
