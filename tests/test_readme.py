@@ -1,13 +1,16 @@
 """Every Python block of the README runs, as written, against a test server.
 
 Each block connects where REDIS_URL points (as the blocks say), so the test
-runs it in a fresh interpreter with REDIS_URL set to its own server. Shell
-blocks are run elsewhere: the redis-cli block in tests/test_cli.py, the two
-quick-start commands by CI itself.
+runs it in a fresh interpreter with REDIS_URL set to its own server. The
+`memevict simulate` block runs here too, each line as written, with the files
+it names made from the README's example transcript; the other shell blocks run
+elsewhere: the redis-cli block in tests/test_cli.py, the two quick-start
+commands by CI itself.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -66,3 +69,41 @@ def test_the_readme_acl_line_is_the_one_memevict_prints() -> None:
         if line.strip().startswith("ACL SETUSER agent42 ")
     ]
     assert shown == [acl_setuser_line("agent42", "agent-42", "PASSWORD")]
+
+
+def simulate_lines() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Choosing settings by evidence", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_simulate_block_is_the_one_this_test_knows() -> None:
+    lines = simulate_lines()
+    assert len(lines) >= 6 and all(line.startswith("memevict simulate") for line in lines)
+
+
+def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    transcript = text.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "my-agent.jsonl").write_text(transcript, encoding="utf-8")
+    (tmp_path / "logs").mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / "logs" / name).write_text(transcript, encoding="utf-8")
+    memevict = str(Path(sys.executable).with_name("memevict"))
+    for line in simulate_lines():
+        done = subprocess.run(
+            line.replace("memevict", memevict, 1),
+            shell=True,
+            cwd=tmp_path,
+            env={**os.environ, "REDIS_URL": server.url},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+        assert "memevict" in done.stdout, line  # every run reports memevict's window
+        if "--json" in line:
+            json.loads(done.stdout)
+        if "--plot" in line:
+            assert (tmp_path / "retention.png").stat().st_size > 0
