@@ -4,22 +4,25 @@
 -- runs with the same parameters. The first call also starts the namespace's
 -- clock: decay keys count time from this epoch rather than from 1970, which
 -- keeps them small and precise. A replaced policy applies at once: a lower
--- whitelist_cap demotes, a lower max_hot or cold_max evicts, in this call.
+-- whitelist_cap demotes, a lower max_hot, max_tokens or cold_max evicts, in this call.
 --
--- KEYS[1] policy: hash, the namespace's Policy fields
+-- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch (ms), decay (D: the running sum of ln(rate), plus the
 --   whole shifts that keep the decay keys small), seq (memories remembered: the
 --   jitter counter and the activity clock), g0 and x0 (the recency clock's value
 --   and position, ms or seq, where the policy last changed), latest (the latest now
 --   a write used: the namespace's time, which never runs back), wbase (the offset
---   of the whitelist keys)
+--   of the whitelist keys), tokens (the hot tier's total tokens)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
+-- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[11] groups: zset, evictable groups by their highest member's decay key
+-- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
 --
 -- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always
 --   stores it; 'update' changes the fields given (the others are '') of the stored one
@@ -36,11 +39,14 @@
 -- ARGV[11] jitter: number >= 0, tie-breaking offsets lie in (0, jitter)
 -- ARGV[12] cold_max: whole number >= 0, most memories in the cold tier
 -- ARGV[13] retry_window_s: number >= 0, seconds a write call's receipt is kept (0: none)
--- ARGV[14] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[14] max_tokens: whole number >= 0, most tokens in the hot tier (0: no token budget)
+-- ARGV[15] idle_ttl_s: number >= 0, seconds without a write after which the namespace
+--   expires with all its keys (0: never)
+-- ARGV[16] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
---   retry_window_s] with status one of
+--   retry_window_s, max_tokens, idle_ttl_s] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced' (replace or update); the fields as strings, the policy in
 --   force after the call. A new clock or half-life applies from now: recency
@@ -67,6 +73,9 @@ end
 local now = arg_now(ARG.now)
 
 local stored = rcall('HMGET', KEY.policy, unpack(policy_names()))
+for i, f in ipairs(POLICY) do -- fields added since the policy was stored
+  if stored[1] ~= false and stored[i] == false then stored[i] = f[5] end
+end
 if ARG.mode == 'update' then -- the fields not given keep their stored values
   if stored[1] == false then fail('NO_POLICY', 'namespace has no policy to update') end
   for i = 1, #POLICY do given[i] = given[i] or stored[i] end
@@ -87,19 +96,35 @@ end
 local function rebuild_state(p)
   local g0, decay, latest = 0, 0, now
   local id = rcall('ZRANGE', KEY.prot, -1, -1)[1] or rcall('ZRANGE', KEY.hot, -1, -1)[1]
-    or rcall('ZRANGE', KEY.cold, -1, -1)[1]
+    or rcall('ZRANGE', KEY.ghot, -1, -1)[1] or rcall('ZRANGE', KEY.cold, -1, -1)[1]
   local m = id and read_meta(id)
   if m then
     g0, latest = m.g, math.max(m.la, 0)
-    local key = rcall('ZSCORE', KEY.hot, id) or rcall('ZSCORE', KEY.fresh, id)
+    local key = rcall('ZSCORE', KEY.hot, id) or rcall('ZSCORE', KEY.fresh, id) or
+      rcall('ZSCORE', KEY.ghot, id)
     if key then decay = m.g - (tonumber(key) - math.log(m.imp + m.j)) end
   end
   local wbase = 0 -- the whitelist keys' offset, from any whitelisted memory
   local wl = rcall('ZRANGE', KEY.wl, -1, -1, 'WITHSCORES')
   local w = wl[1] and read_meta(wl[1])
   if w then wbase = w.g - (tonumber(wl[2]) - math.log(w.imp + w.j)) end
-  rcall('HSET', KEY.state, 'epoch', now, 'decay', fmt(decay), 'seq', 0, 'g0', fmt(g0),
-    'x0', p.activity and 0 or latest, 'latest', latest, 'wbase', fmt(wbase))
+  -- The hot tier's tokens and the order counter, from every hot memory: the
+  -- one rebuild that reads the whole tier (README: Lost keys).
+  local tokens, seq = 0, 0
+  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh, KEY.wl}) do
+    local ids = rcall('ZRANGE', index, 0, -1)
+    for i = 1, #ids, 1000 do
+      local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
+      for j, raw in ipairs(rcall('HMGET', KEY.meta, unpack(chunk))) do
+        if raw then
+          local x = unpack_meta(chunk[j], raw)
+          tokens, seq = tokens + x.tokens, math.max(seq, x.n)
+        end
+      end
+    end
+  end
+  rcall('HSET', KEY.state, 'epoch', now, 'decay', fmt(decay), 'seq', seq, 'g0', fmt(g0),
+    'x0', p.activity and seq or latest, 'latest', latest, 'wbase', fmt(wbase), 'tokens', tokens)
 end
 
 local has_state = rcall('HEXISTS', KEY.state, 'epoch') == 1
@@ -139,9 +164,10 @@ if status == 'replaced' or not has_state then
   rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
 end
 if status == 'replaced' then
-  local t = read_tiers(now)
+  local t = read_tiers(now, st)
   start_writes(t, p, st)
-  cap_whitelist(now, p, st, t)
+  cap_whitelist(p, st, t)
   enforce(p, st, t)
 end
+if p.idle_ttl_s > 0 then keep_alive(p) elseif stored[1] ~= false then never_expire() end
 return reply(status, given)

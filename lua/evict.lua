@@ -8,23 +8,27 @@
 -- backlog is 0 to drain work that earlier calls left (see the README).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[11] groups: zset, evictable groups by their highest member's decay key
+-- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [[evicted id, ...], [demoted id, ...], over, backlog] where over
---   (integer) is how far the hot tier is still above max_hot and backlog
---   (integer) counts the memories still waiting for work (as stats).
+-- Returns: [[evicted id, ...], [demoted id, ...], over, backlog, over_tokens]
+--   where over and over_tokens (integers) are how far the hot tier is still
+--   above max_hot and max_tokens and backlog (integer) counts the work still
+--   waiting (as stats).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -38,10 +42,10 @@ now = namespace_now(now, st)
 
 return once(p, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
-  local t = read_tiers(now)
+  local t = read_tiers(now, st)
   start_writes(t, p, st)
-  local demoted = cap_whitelist(now, p, st, t)
+  local demoted = cap_whitelist(p, st, t)
   local evicted = enforce(p, st, t)
   local n = pressure(p, now)
-  return {evicted, demoted, n.over, n.backlog}
+  return {evicted, demoted, n.over, n.backlog, n.over_tokens}
 end)

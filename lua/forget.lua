@@ -1,24 +1,28 @@
 #!lua
--- forget: delete a memory everywhere (hot or cold, metadata and text). An
--- unknown id (or one beyond cold_max, already gone for every reader) fails
--- with NOT_FOUND, as every call naming a memory does except get.
+-- forget: delete a memory everywhere (hot or cold, metadata and text), with
+-- every other member of its group. An unknown id (or one beyond cold_max,
+-- already gone for every reader) fails with NOT_FOUND, as every call naming
+-- a memory does except get.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[11] groups: zset, evictable groups by their highest member's decay key
+-- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
 --
--- Returns: 1 (the memory was deleted).
+-- Returns: the number of memories deleted (1, or the size of its group).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -30,12 +34,29 @@ local id = arg_id(ARG.id)
 local p = load_policy()
 
 return once(p, function()
-  check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold)
-  if not read_live(id, p) then fail('NOT_FOUND', 'no memory ' .. id) end
-  rcall('HDEL', KEY.meta, id)
-  rcall('HDEL', KEY.text, id)
-  for _, index in ipairs({KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
-    rcall('ZREM', index, id)
+  check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
+    KEY.groups, KEY.links, KEY.state)
+  local m = read_live(id, p)
+  if not m then fail('NOT_FOUND', 'no memory ' .. id) end
+  local ids = {id}
+  if m.group ~= '' then
+    ids = members_of(m.group)
+    if #ids == 0 then ids = {id} end -- (its link was lost: README, Lost keys)
   end
-  return 1
+  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  local tokens, links = 0, {}
+  for i, x in ipairs(ids) do
+    local y = raws[i] and unpack_meta(x, raws[i])
+    if y and not y.cold then tokens = tokens + y.tokens end
+    if y and y.group ~= '' then links[#links + 1] = y.group .. '\0' .. x end
+  end
+  rcall('HDEL', KEY.meta, unpack(ids))
+  rcall('HDEL', KEY.text, unpack(ids))
+  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do
+    rcall('ZREM', index, unpack(ids))
+  end
+  if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
+  if m.group ~= '' then rcall('ZREM', KEY.groups, m.group) end
+  if tokens > 0 then rcall('HINCRBY', KEY.state, 'tokens', -tokens) end
+  return #ids
 end)

@@ -3,20 +3,22 @@
 -- on replicas and on a server at maxmemory.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] cold: zset, cold memories by last use ms
+-- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: nil if unknown, else [id, importance, score, tier, whitelisted,
---   protected_until, created, last_access, text] with importance and score
---   strings (%.17g), tier 'hot' or 'cold', whitelisted 0|1, the times whole
---   ms, and text nil when none was stored.
+--   protected_until, created, last_access, text, tokens, group] with
+--   importance and score strings (%.17g), tier 'hot' or 'cold', whitelisted
+--   0|1, the times whole ms, text nil when none was stored, tokens an
+--   integer and group '' for a memory in no group.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua

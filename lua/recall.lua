@@ -5,22 +5,26 @@
 -- refreshes it the same way (like touch, and protected again).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[11] groups: zset, evictable groups by their highest member's decay key
+-- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [score, [evicted id, ...], [], over] as remember (nothing is demoted).
+-- Returns: [score, [evicted id, ...], [], over, over_tokens] as remember (nothing is
+--   demoted). A memory in a group brings the group's other cold members back too.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -36,10 +40,12 @@ now = namespace_now(now, st)
 return once(p, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  local t = read_tiers(now)
+  local t = read_tiers(now, st)
   start_writes(t, p, st)
   lift(m, t)
   refresh(m, now, p, st)
   write_meta(m)
-  return settle(m, place(m, now, p, st), p, st, t, {})
+  local key = place(m, t, p, st)
+  bring_group(m, p, st, t)
+  return settle(m, key, p, st, t, {})
 end)

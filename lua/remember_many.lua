@@ -1,33 +1,39 @@
 #!lua
 -- remember_many: remember a batch of memories in one atomic call, as if each
 -- were remembered in turn at the same now (see remember.lua), then evict
--- once: the hot tier is brought back to max_hot after the whole batch, so the
+-- once: the hot tier is brought back to its budgets after the whole batch, so the
 -- lowest by their scores at the end of the batch go (evicting after each item
 -- could pick others when an item re-remembers a memory lower), and
 -- evict_batch extra go once. The way to batch where pipelines of scripts are
 -- refused (redis-py on a cluster).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
--- KEYS[10] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[11] groups: zset, evictable groups by their highest member's decay key
+-- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[2] items: 5 per item, repeated 1..100 times (a bound on the call's
---   work): id, importance, text, has_text, whitelist, each as in remember.lua
+-- ARGV[2] items: 7 per item, repeated 1..100 times (a bound on the call's
+--   work): id, importance, text, has_text, whitelist, tokens, group, each as
+--   in remember.lua
 --
--- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over] with
---   one score per item in order (its score right after it was remembered,
---   string %.17g), and evicted, demoted and over as remember returns them.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_NOW, NO_POLICY, REPLY_NOT_KEPT
+-- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over,
+--   over_tokens] with one score per item in order (its score right after it
+--   was remembered, string %.17g), and evicted, demoted, over and
+--   over_tokens as remember returns them.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
+--   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -36,31 +42,50 @@
 check_layout()
 local now = arg_now(ARG.now)
 -- The items' arguments, one array per field (a table per item costs more).
-local ids, imps, texts, has_texts, wls = {}, {}, {}, {}, {}
+local ids, imps, texts, has_texts, wls, toks, groups = {}, {}, {}, {}, {}, {}, {}
 local n = 0
-for i = 2, #ARGV, 5 do
+for i = 2, #ARGV, 7 do
   n = n + 1
   ids[n] = arg_id(ARGV[i])
   imps[n] = arg_importance(ARGV[i + 1])
   texts[n] = ARGV[i + 2]
   has_texts[n] = arg_flag(ARGV[i + 3], 'has_text')
   wls[n] = arg_flag(ARGV[i + 4], 'whitelist')
+  toks[n] = arg_tokens(ARGV[i + 5])
+  groups[n] = arg_group(ARGV[i + 6])
 end
 if n > 100 then fail('ARITY', 'remember_many takes at most 100 items') end
 local p, st = load_policy()
 now = namespace_now(now, st)
+for i = 1, n do check_budget(toks[i], p) end
 
 return once(p, function()
   local raws = typed_read('HMGET', KEY.meta, unpack(ids))
   local gone = {} -- ids stored cold beyond cold_max: remembered anew
+  local joining = {} -- group -> ids joining it in this batch
   for i = 1, n do
-    if raws[i] and cold_gone(unpack_meta(ids[i], raws[i]), p) then gone[ids[i]] = true end
+    local m = raws[i] and unpack_meta(ids[i], raws[i])
+    if m and cold_gone(m, p) then gone[ids[i]], m = true, nil end
+    local g = groups[i]
+    if g ~= '' and not (m and m.group == g) then
+      joining[g] = joining[g] or {}
+      joining[g][ids[i]] = true
+    end
   end
-  local t = read_tiers(now)
+  for g, joiners in pairs(joining) do -- every group checked before the first write
+    local count = 0
+    for _ in pairs(joiners) do count = count + 1 end
+    if typed_read('ZLEXCOUNT', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1') + count >
+        GROUP_MAX then
+      fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' would have more than ' ..
+        GROUP_MAX .. ' members')
+    end
+  end
+  local t = read_tiers(now, st)
   -- Writes start here.
   start_writes(t, p, st)
   local seq = rcall('HINCRBY', KEY.state, 'seq', n) - n
-  local scores, demoted, seen = {}, {}, {}
+  local scores, demoted, seen, moved = {}, {}, {}, {}
   -- The writes of items met once and never whitelisted are sent together
   -- (one HSET / ZADD per key for the batch); an item that another item or
   -- the whitelist cap reads back first sends what is pending.
@@ -86,27 +111,37 @@ return once(p, function()
   for i = 1, n do
     local id, wl = ids[i], wls[i]
     -- An id met earlier in the batch (or demoted by it) is as the batch left it.
-    if gone[id] and not seen[id] then
+    if gone[id] and not seen[id] and not moved[id] then
       drop_cold(unpack_meta(id, raws[i]), t)
       raws[i] = false
     end
-    local m = seen[id] or (raws[i] and unpack_meta(id, raws[i]))
-      or {id = id, created = now, wl = false, new = true}
-    local direct = seen[id] ~= nil or wl or m.wl
+    local m = seen[id] or (not moved[id] and raws[i] and unpack_meta(id, raws[i]))
+      or {id = id, created = now, wl = false, new = true, group = ''}
+    local direct = seen[id] ~= nil or wl or m.wl or m.group ~= '' or groups[i] ~= ''
     if direct then send_pending() end
+    local was_hot = not m.new and not m.cold
+    if was_hot then t.tokens = t.tokens - m.tokens end
+    m.tokens = toks[i]
     lift(m, t)
+    if was_hot then t.tokens = t.tokens + m.tokens end
     m.new = false
     m.imp = imps[i]
     st.seq = seq + i -- remembered in turn: one step of the activity clock each
     m.j = jitter_at(st.seq, p)
+    m.n = m.n or st.seq
     m.wl = m.wl or wl
     refresh(m, now, p, st)
     local key
     if direct then
+      join(m, groups[i], t)
       write_meta(m)
       if has_texts[i] then rcall('HSET', KEY.text, id, texts[i]) end
-      key = place(m, now, p, st)
-    else -- as write_meta, HSET text and place do
+      key = place(m, t, p, st)
+      for _, other in ipairs(bring_group(m, p, st, t)) do
+        moved[other] = true -- (read again: it was recalled or dropped)
+        seen[other] = read_meta(other)
+      end
+    else -- as write_meta, HSET text and place do (no group: hot, not ghot)
       add('meta', m.id, packed_meta(m))
       if has_texts[i] then add('text', m.id, texts[i]) end
       key = decay_key(m, p, st)
@@ -117,7 +152,7 @@ return once(p, function()
     seen[id] = m
     if wl then
       t.demote = t.demote + 1
-      for _, other in ipairs(cap_whitelist(now, p, st, t)) do
+      for _, other in ipairs(cap_whitelist(p, st, t)) do
         demoted[#demoted + 1] = other
         seen[other] = read_meta(other)
       end
@@ -127,6 +162,6 @@ return once(p, function()
     scores[i] = fmt(reported(m, ln, p))
   end
   send_pending()
-  local evicted, over = enforce(p, st, t)
-  return {scores, evicted, demoted, over}
+  local evicted, over, over_tok = enforce(p, st, t)
+  return {scores, evicted, demoted, over, over_tok}
 end)

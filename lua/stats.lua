@@ -3,21 +3,25 @@
 -- work the bounded calls have left for later. Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
--- KEYS[3] hot: zset, evictable hot memories by decay key
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
+-- KEYS[3] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[4] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[5] prot: zset, possibly protected hot memories by protected-until ms
 -- KEYS[6] wl: zset, whitelisted memories by whitelist key
 -- KEYS[7] cold: zset, cold memories by last use ms
+-- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[9] groups: zset, evictable groups by their highest member's decay key
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [hot, cold, whitelisted, protected, over, backlog], integers; hot
---   counts every hot memory (whitelisted and protected included); cold counts
---   at most cold_max (the rest are gone for every reader); protected counts
---   hot memories whose protection runs past now; over is how far the hot tier
---   is above max_hot; backlog counts the memories waiting for work left to
---   later calls (0: the policy holds as if it always had).
+-- Returns: [hot, cold, whitelisted, protected, over, backlog, tokens,
+--   over_tokens], integers; hot counts every hot memory (whitelisted and
+--   protected included); cold counts at most cold_max (the rest are gone for
+--   every reader); protected counts hot memories whose protection runs past
+--   now; over is how far the hot tier is above max_hot; backlog counts the
+--   work waiting for later calls (0: the policy holds as if it always had);
+--   tokens is the hot tier's total tokens and over_tokens how far it is above
+--   max_tokens.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -30,4 +34,4 @@ now = namespace_now(now, st)
 
 local n = pressure(p, now)
 return {n.size, math.min(n.cold, p.cold_max), n.wl,
-  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), n.over, n.backlog}
+  rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), n.over, n.backlog, n.tokens, n.over_tokens}

@@ -6,12 +6,13 @@
 -- order), then by id. Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch, decay, seq, g0, x0 and latest (see configure.lua)
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
--- KEYS[5] hot: zset, evictable hot memories by decay key
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
 -- KEYS[7] wl: zset, whitelisted memories by whitelist key
+-- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
 --
 -- ARGV[1] k: whole number in [0, 200], how many memories at most (a bound on the call's work)
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
@@ -38,7 +39,7 @@ local function add(id, m, ln)
   if not m and score < p.score_min then score = p.score_min end -- the floor
   ranked[#ranked + 1] = {id = id, m = m, ln = ln, score = score}
 end
-for _, index in ipairs({KEY.hot, KEY.fresh}) do
+for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
   local entries = rcall('ZRANGE', index, 0, k - 1, 'REV', 'WITHSCORES')
   for i = 1, #entries, 2 do
     add(entries[i], nil, ln_decayed(tonumber(entries[i + 1]), now, p, st))

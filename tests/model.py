@@ -410,4 +410,6 @@ class Model:
             # the only work left to later calls is protection that ran out
             # since the last call that moved memories.
             backlog=sum(m.in_prot and m.protected_until <= now for m in hot),
+            tokens=len(hot),  # (every memory of the model costs one token)
+            over_tokens=0,
         )

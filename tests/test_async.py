@@ -87,6 +87,7 @@ def test_the_async_store_has_the_sync_api() -> None:
         }
 
     sync, awaited = public(MemoryStore), public(AsyncMemoryStore)
+    sync["aclose"] = sync.pop("close")  # redis-py's names: close(), and aclose() on asyncio
     assert set(sync) == set(awaited)
     assert set(sync) >= {"set_policy", "remember", "remember_many", "decay", "top", "stats"}
     for name, signature in sync.items():
@@ -194,7 +195,10 @@ def test_hundreds_of_coroutines_on_one_namespace(server: Server, client: redis.R
         sampler.join()
     final = reader.snapshot()
     checker.snapshot(final)
-    checker.per_id({f"m{i}": reader.tier(f"m{i}") for i in range(60)}, final)
+    ids = {f"m{i}" for i in range(60)}.union(
+        final.hot, final.fresh, final.wl, final.ghot, final.cold
+    )
+    checker.per_id({x: reader.tier(x) for x in sorted(ids)}, final)
     checker.log(records, [*snapshots, final])
     assert len(records) == 3600
     assert {r.outcome for r in records} <= {"ok", "NotFound"}

@@ -22,12 +22,14 @@ import redis
 
 from memevict import (
     BadArgument,
+    BadGroup,
     BadId,
     BadImportance,
     BadNamespace,
     BadNow,
     BadPolicy,
     BadRate,
+    BadTokens,
     InvalidArgument,
     Item,
     MemevictError,
@@ -53,6 +55,7 @@ ABOVE_RANGE: dict[str, float] = {
     "score_min": 1.000001e12,
     "jitter": 1.5,
     "retry_window_s": 86401.0,
+    "idle_ttl_s": 1.000001e9,
 }
 LATER = T0 + 120_000  # past the fixture's protection windows
 NS = "bad"
@@ -78,6 +81,8 @@ def fill(store: MemoryStore) -> None:
     store.remember("a", 1.0, text="t", now=T0)
     store.remember("w", 5.0, whitelist=True, now=T0)
     store.remember("e", 9.0, now=T0)
+    store.remember("p", 3.0, tokens=2, group="pair", now=T0)  # evictable together: ghot, groups
+    store.remember("q", 3.0, text="q", group="pair", now=T0)
     for memory_id in ("b", "c", "d"):  # protected; the last makes a, past its protection, cold
         store.remember(memory_id, 2.0, now=T0 + 60_000)
 
@@ -87,8 +92,8 @@ def filled(server: Server) -> Snapshot:
     """The DUMP of NS and OTHER filled, made once per server and restored by each test."""
     client = server.client()
     client.flushall()
-    fill(MemoryStore(client, OTHER, Policy(max_hot=5, whitelist_cap=1)))
-    fill(MemoryStore(client, NS, Policy(max_hot=5, whitelist_cap=1)))
+    fill(MemoryStore(client, OTHER, Policy(max_hot=7, whitelist_cap=1)))
+    fill(MemoryStore(client, NS, Policy(max_hot=7, whitelist_cap=1)))
     dumps = snapshot(client)
     client.flushall()
     client.close()
@@ -136,7 +141,15 @@ def assert_rejected(
 # A call of each public method that succeeds (and writes, for a writing method);
 # every bad-input case below is one of these with one argument replaced.
 VALID_CALLS: dict[str, dict[str, Any]] = {
-    "remember": {"id": "a", "importance": 2.0, "text": "x", "whitelist": False, "now": LATER},
+    "remember": {
+        "id": "a",
+        "importance": 2.0,
+        "text": "x",
+        "whitelist": False,
+        "tokens": 2,
+        "group": "g",
+        "now": LATER,
+    },
     "touch": {"id": "b", "now": LATER},
     "decay": {"rate": 0.5},
     "evict": {"now": LATER},
@@ -147,6 +160,10 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "get": {"id": "a", "now": LATER},
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
+    "window": {"tokens": 10, "now": LATER},
+    "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
+    "drop": {},
+    "close": {},
     "set_policy": {"policy": Policy(max_hot=2), "now": LATER},
     "reload_policy": {},
     "remember_many": {
@@ -154,7 +171,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "now": LATER,
     },
 }
-READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy"}
+READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy", "window", "scan", "close"}
 
 
 def public_methods() -> list[str]:
@@ -256,6 +273,38 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("dict", {"max_hot": 3}, BadPolicy),
     ],
     "text": [bad("int", 5, BadArgument), bad("bytes", b"x", BadArgument)],
+    # (remember's tokens and window's budget: bad for both)
+    "tokens": [
+        bad("0", 0, BadTokens),
+        bad("negative", -1, BadTokens),
+        bad("2**60", 2**60, BadTokens),
+        bad("float", 2.0, BadTokens),
+        bad("str", "2", BadTokens),
+        bad("bool", True, BadTokens),
+    ],
+    "group": [
+        bad("empty", "", BadGroup),
+        bad("NUL", "a\0b", BadGroup),
+        bad("257 bytes", "g" * 257, BadGroup),
+        bad("bytes", b"g", BadGroup),
+        bad("int", 5, BadGroup),
+        bad("lone surrogate", "\ud800", BadGroup),
+    ],
+    "tier": [bad("warm", "warm", BadArgument), bad("None", None, BadArgument)],
+    "cursor": [
+        bad("negative", -1, BadArgument),
+        bad("2**64", 2**64, BadArgument),
+        bad("str", "0", BadArgument),
+        bad("float", 0.0, BadArgument),
+        bad("bool", False, BadArgument),
+    ],
+    "count": [
+        bad("0", 0, BadArgument),
+        bad("1001", 1001, BadArgument),
+        bad("str", "10", BadArgument),
+        bad("bool", True, BadArgument),
+        bad("None", None, BadArgument),
+    ],
     "whitelist": [bad("str 'no'", "no", BadArgument)],
     "items": [
         bad("empty", [], BadArgument),
@@ -269,6 +318,8 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("a nan importance", [("b", 1.0), ("c", NAN)], BadImportance),
         bad("a bytes text", [Item("b", 1.0, text=b"x")], BadArgument),  # type: ignore[arg-type]
         bad("whitelist 'no'", [Item("b", 1.0, whitelist="no")], BadArgument),  # type: ignore[arg-type]
+        bad("0 tokens", [("b", 1.0), Item("c", 1.0, tokens=0)], BadTokens),
+        bad("a NUL group", [("b", 1.0), Item("c", 1.0, group="a\0")], BadGroup),
     ],
 }
 
@@ -335,7 +386,7 @@ def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, met
 # Which script each method runs, to plant a key of the wrong type under it.
 # The script each method runs (reload_policy runs none: an HMGET of the policy).
 METHOD_SCRIPTS = {
-    **{m: m for m in VALID_CALLS if m != "reload_policy"},
+    **{m: m for m in VALID_CALLS if m not in ("reload_policy", "close")},
     "set_policy": "configure",
 }
 
@@ -343,7 +394,11 @@ METHOD_SCRIPTS = {
 # Every role but the receipt, whose key names a call id the store draws itself
 # (test_scripts_reject_a_key_of_the_wrong_type plants one).
 WRONG_TYPE_ROLES = [
-    (m, r) for m in sorted(METHOD_SCRIPTS) for r in specs()[METHOD_SCRIPTS[m]].keys if r != RECEIPT
+    (m, r)
+    for m in sorted(METHOD_SCRIPTS)
+    if m != "drop"  # (it deletes a key of any type: test_drop_deletes_a_key_of_the_wrong_type)
+    for r in specs()[METHOD_SCRIPTS[m]].keys
+    if r != RECEIPT
 ]
 
 
@@ -425,7 +480,13 @@ GOOD_ARGS: dict[str, Any] = {
     "rate": "0.5",
     "k": "3",
     "mode": "replace",
-    "items": ["a", "2", "t", "1", "0", "w", "3", "", "0", "1"],
+    "items": ["a", "2", "t", "1", "0", "1", "", "w", "3", "", "0", "1", "2", "g"],
+    "tokens": "2",
+    "group": "g",
+    "budget": "10",
+    "tier": "hot",
+    "cursor": "0",
+    "count": "10",
     **Policy(max_hot=2).to_args(),
 }
 GOOD_OVERRIDES = {"demote": {"id": "w"}, "recall": {"id": "a"}}
@@ -587,13 +648,22 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
     ),
     **{field: ("BAD_POLICY", bad_policy_values(field)) for field in Policy().to_args()},
     "text": ("", []),  # any bytes are a text
+    "tokens": (
+        "BAD_TOKENS",
+        [("0", "0"), ("1e9 + 1", "1000000001"), ("empty", ""), *NOT_WHOLE],
+    ),
+    "group": ("BAD_GROUP", [("NUL", "a\0b"), ("257 bytes", "g" * 257)]),
+    "budget": ("BAD_ARG", [("0", "0"), ("2^53", str(2**53)), *NOT_WHOLE]),
+    "tier": ("BAD_ARG", [("warm", "warm"), ("empty", ""), ("upper case", "HOT")]),
+    "cursor": ("BAD_ARG", [("empty", ""), ("21 digits", "1" * 21), *NOT_WHOLE]),
+    "count": ("BAD_ARG", [("0", "0"), ("1001", "1001"), ("empty", ""), *NOT_WHOLE]),
 }
 
 
-# remember_many's items: five values each, as remember's id, importance, text,
-# has_text and whitelist. A bad one is the second of two items.
-ITEM_FIELDS = ("id", "importance", "text", "has_text", "whitelist")
-GOOD_ITEM = ["n", "2", "t", "1", "0"]
+# remember_many's items: seven values each, as remember's id, importance, text,
+# has_text, whitelist, tokens and group. A bad one is the second of two items.
+ITEM_FIELDS = ("id", "importance", "text", "has_text", "whitelist", "tokens", "group")
+GOOD_ITEM = ["n", "2", "t", "1", "0", "3", "g"]
 
 
 def item_cases(script: str) -> list[Any]:
@@ -601,8 +671,8 @@ def item_cases(script: str) -> list[Any]:
         pytest.param(script, "items", values, "ARITY", id=f"{script} items={label}")
         for label, values in [
             ("none", []),
-            ("4 values", GOOD_ITEM[:4]),
-            ("6 values", [*GOOD_ITEM, "x"]),
+            ("6 values", GOOD_ITEM[:6]),
+            ("8 values", [*GOOD_ITEM, "x"]),
             (
                 "101 items",
                 [str(i) if j == 0 else v for i in range(101) for j, v in enumerate(GOOD_ITEM)],
@@ -613,7 +683,7 @@ def item_cases(script: str) -> list[Any]:
         code, values = BAD_RAW_VALUES[field]
         for label, value in values:
             bad_item = [*GOOD_ITEM[:j], value, *GOOD_ITEM[j + 1 :]]
-            items = ["a", "1", "", "0", "0", *bad_item]
+            items = ["a", "1", "", "0", "0", "1", "", *bad_item]
             cases.append(
                 pytest.param(script, "items", items, code, id=f"{script} item {field}={label}")
             )
@@ -666,8 +736,11 @@ def bad_layouts(keys: list[str], roles: Sequence[str], argv: list[Any]) -> list[
         ("no keys", [], argv, "ARITY"),
         ("one key short", keys[:-1], argv, "ARITY"),
         ("one key extra", [*keys, key_name(NS, "extra")], argv, "ARITY"),
-        ("no args", keys, [], "ARITY"),
-        ("one arg short", keys, argv[:-1], "ARITY"),
+        *(
+            [("no args", keys, [], "ARITY"), ("one arg short", keys, argv[:-1], "ARITY")]
+            if argv
+            else []
+        ),
         ("one arg extra", keys, [*argv, "extra"], "ARITY"),
         ("keys reversed", keys[::-1], argv, "BAD_KEYS"),
         ("prefix without a colon", [f"memevict{{{NS}}}{r}" for r in roles], argv, "BAD_KEYS"),
@@ -749,9 +822,17 @@ PLANT: dict[str, Callable[[redis.Redis, str], object]] = {
 }
 
 
+# drop deletes every key of the namespace whatever its type
+# (test_drop_deletes_a_key_of_the_wrong_type): it takes no argument and
+# reads no key, so it has no bad input.
+NO_BAD_INPUT = {"drop"}
+
+
 def wrong_type_cases() -> list[Any]:
     cases = []
     for script, spec in sorted(specs().items()):
+        if script in NO_BAD_INPUT:
+            continue
         for role, key_type in zip(spec.keys, spec.key_types, strict=True):
             for planted in sorted(set(PLANT) - {key_type}):
                 cases.append(pytest.param(script, role, planted, id=f"{script} {role}={planted}"))
@@ -759,6 +840,18 @@ def wrong_type_cases() -> list[Any]:
 
 
 WRONG_TYPE_CASES = wrong_type_cases()
+
+
+@pytest.mark.usefixtures("filled_db")
+def test_drop_deletes_a_key_of_the_wrong_type(client: redis.Redis) -> None:
+    client.delete(key_name(NS, "groups"))
+    PLANT["string"](client, key_name(NS, "groups"))
+    other = snapshot(client)
+    assert raw_call(client, "drop", {}) == len(namespace_keys(NS))
+    assert [k for k in client.keys(f"memevict:{{{NS}}}:*") if b":call:" not in k] == []
+    assert {k: v for k, v in snapshot(client).items() if NS.encode() not in k} == {
+        k: v for k, v in other.items() if NS.encode() not in k
+    }  # OTHER untouched
 
 
 @pytest.mark.parametrize(("script", "role", "planted"), WRONG_TYPE_CASES)
@@ -939,7 +1032,7 @@ def test_no_text_reads_back_as_none_and_empty_text_as_empty(client: redis.Redis)
 
 def test_every_script_and_method_has_cases() -> None:
     # A guard against a generator that silently produces nothing.
-    for script in specs():
+    for script in set(specs()) - NO_BAD_INPUT:
         for table in (RAW_VALUE_CASES, LAYOUT_CASES, WRONG_TYPE_CASES):
             assert any(c.values[0] == script for c in table), script
     for method, params in VALID_CALLS.items():

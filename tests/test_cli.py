@@ -49,6 +49,8 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
         "protected": 2,
         "over": 0,
         "backlog": 0,
+        "tokens": 2,  # one each by default
+        "over_tokens": 0,
     }
 
 
@@ -205,7 +207,7 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     out = subprocess.run(
         ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[:13] == [
+    assert out[:15] == [
         "created",
         "3",
         "0",
@@ -219,12 +221,15 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         "0.001",
         "10000",
         "60",
+        "0",
+        "0",
     ]
-    score = float(out[13])
+    score = float(out[15])
     assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
-    assert out[14:17] == ["", "", "0"]  # nothing evicted, nothing demoted, over 0
-    memory = out[17:]
-    assert memory[0] == "pw" and memory[3] == "hot" and memory[-1] == "the password is swordfish"
+    assert out[16:20] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
+    memory = out[20:]
+    assert memory[0] == "pw" and memory[3] == "hot" and memory[8] == "the password is swordfish"
+    assert memory[9:] == ["1", ""]  # one token, no group
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score
 
 

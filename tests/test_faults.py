@@ -197,7 +197,7 @@ def test_script_flush_mid_run_fails_no_call(client: redis.Redis, server: Server)
 
 def checked(client: redis.Redis, namespace: str, policy: Policy) -> Checker:
     """The stress checker's structural rules over the namespace as it is now."""
-    checker = Checker(policy, importances=None)
+    checker = Checker(policy, importances=None, shaped=False)
     checker.snapshot(MemevictTarget(client, namespace, policy).snapshot())
     return checker
 

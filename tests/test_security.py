@@ -227,6 +227,13 @@ def reads(r: Run) -> None:
     stats = r.s.stats(now=T0 + 300 * S)
     assert (stats.hot, stats.cold, stats.whitelisted, stats.protected) == (3, 1, 0, 1)
     assert r.s.stats().protected == 0  # the server clock is years past T0
+    window = r.s.window(tokens=2, now=T0 + 300 * S)
+    assert [m.id for m in window] == [r.id("w"), r.id("d")]  # the top two, in time order
+    page = r.s.scan("cold", 0, 100, now=T0 + 300 * S)
+    cold = [
+        r.id(x) for x in "abcdvw" if (m := r.s.get(r.id(x), now=T0 + 300 * S)) and m.tier == "cold"
+    ]
+    assert [m.id for m in page.memories] == cold and len(cold) == 1 and page.cursor == 0
 
 
 def read_only_store(r: Run) -> None:
@@ -267,6 +274,13 @@ def after_script_flush(r: Run) -> None:
     assert evals(r.admin) - before == 2  # EVAL, then EVAL_RO, re-sent the sources
 
 
+def drop(r: Run) -> None:
+    assert r.s.drop() > 0
+    assert not any(in_namespaces(k.decode(), r.namespace) for k in all_keys(r.admin))
+    r.s.close()  # the caller's client stays open
+    assert r.s.stats().hot == 0  # (a fresh, empty namespace, configured again)
+
+
 STEPS: list[Callable[[Run], None]] = [
     construct,
     load,
@@ -289,6 +303,7 @@ STEPS: list[Callable[[Run], None]] = [
     set_policy,
     script_flush,
     after_script_flush,
+    drop,
 ]
 
 

@@ -18,17 +18,30 @@ import contextlib
 from collections.abc import Generator, Sequence
 from typing import Any, TypeVar
 
+import redis.asyncio
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
+from memevict.clients import async_client_from_url, async_routed
 from memevict.commands import Call, Item
 from memevict.errors import MemevictError, NoPolicy, from_response
+from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of
 from memevict.policy import Policy
 from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Mode
-from memevict.results import Batch, Evicted, Memory, Remembered, Stats
+from memevict.results import (
+    Batch,
+    Evicted,
+    Memory,
+    Remembered,
+    ScanPage,
+    Stats,
+    Tier,
+    Window,
+)
 from memevict.store import POLICY_FIELDS, StoreBase
 
 T = TypeVar("T")
+S = TypeVar("S", bound="AsyncMemoryStore")
 
 
 class AsyncMemoryStore(StoreBase):
@@ -57,6 +70,38 @@ class AsyncMemoryStore(StoreBase):
         self._replace = replace_policy
         self._policy: Policy | None = None
         self._opening: asyncio.Future[Policy] | None = None
+        self._url: str | None = None  # from_url: ask at opening whether it names a cluster
+
+    @classmethod
+    def from_url(
+        cls: type[S], url: str, namespace: str, policy: Policy | None = None, **kwargs: Any
+    ) -> S:
+        """A store on a client of its own of ``url``, which :meth:`aclose` closes;
+        ``kwargs`` as the constructor's. The client has a BlockingConnectionPool
+        of 50 connections; opening the store (awaiting it, ``async with``, or its
+        first call) swaps it for a cluster client if the URL names a cluster node.
+        ``async with AsyncMemoryStore.from_url(url, "agent-42") as store:``"""
+        store = cls(async_client_from_url(url), namespace, policy, **kwargs)
+        store.owns_client = True
+        store._url = url
+        return store
+
+    async def aclose(self) -> None:
+        """Closes the client if this store made it (from_url); a client passed to
+        the constructor stays open for its owner. (aclose, as redis.asyncio names it.)"""
+        if self.owns_client:
+            await self.client.aclose()
+
+    async def __aenter__(self: S) -> S:
+        try:
+            await self._ready()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __await__(self) -> Generator[Any, None, AsyncMemoryStore]:
         return self._opened().__await__()
@@ -84,6 +129,17 @@ class AsyncMemoryStore(StoreBase):
             raise
 
     async def _open(self) -> Policy:
+        if self._url is not None and isinstance(self.client, redis.asyncio.Redis):
+            routed = await async_routed(self.client, self._url)
+            if routed is not self.client:  # nothing was sent through the old one yet
+                self.client = routed
+                self.registry = AsyncScriptRegistry(
+                    routed,
+                    self.mode,
+                    may_load=not self.read_only,
+                    migration_wait_s=self.registry.migration_wait_s,
+                )
+            self._url = None
         await self.registry.ensure_library(self.policy_key)
         if self.read_only:
             return await self._stored_policy()
@@ -147,11 +203,15 @@ class AsyncMemoryStore(StoreBase):
         *,
         text: str | None = None,
         whitelist: bool = False,
+        tokens: int = 1,
+        group: str | None = None,
         now: int | None = None,
     ) -> Remembered:
-        """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
+        """As :meth:`MemoryStore.remember`."""
         return await self._run(
-            commands.remember(id, importance, text=text, whitelist=whitelist, now=now)
+            commands.remember(
+                id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+            )
         )
 
     async def remember_many(
@@ -202,3 +262,37 @@ class AsyncMemoryStore(StoreBase):
     async def stats(self, *, now: int | None = None) -> Stats:
         """Counts of hot, cold, whitelisted and protected memories."""
         return await self._run(commands.stats(now=now))
+
+    async def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
+        """The hot memories for a prompt, in the order first remembered, with
+        text; with ``tokens``, the highest-ranked that fit in that many tokens,
+        whole groups only (at most 1,000 memories)."""
+        return await self._run(commands.window(tokens, now=now))
+
+    async def scan(
+        self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None
+    ) -> ScanPage:
+        """One page of the memories of a tier; pass the returned cursor to the
+        next call until it is 0. A memory that stays in the tier is returned
+        at least once."""
+        return await self._run(commands.scan(tier, cursor, count, now=now))
+
+    async def drop(self) -> int:
+        """Deletes the whole namespace (policy, memories, indexes) in one
+        atomic call; returns the number of keys deleted. A later write
+        through any store configures the namespace again, empty."""
+        return await self._send(commands.drop())
+
+
+async def namespaces(client: AsyncClient, *, now: int | None = None) -> list[Namespace]:
+    """As memevict.namespaces, on a ``redis.asyncio`` client or its ``RedisCluster``."""
+    scan = client.scan_iter(match=POLICY_PATTERN, count=SCAN_COUNT, _type="hash")
+    keys = [key async for key in scan]
+    found: list[Namespace] = []
+    for name in names_of(keys):
+        try:
+            stats = await AsyncMemoryStore(client, name, read_only=True).stats(now=now)
+        except NoPolicy:
+            continue  # deleted since the SCAN
+        found.append(Namespace(name, stats))
+    return found

@@ -10,10 +10,12 @@ from typing import Any, TypeVar
 
 import click
 import redis
-from redis.cluster import RedisCluster
 
+from memevict.clients import client_from_url, close_client
 from memevict.commands import MAX_TOP
 from memevict.errors import MemevictError
+from memevict.namespaces import Namespace
+from memevict.namespaces import namespaces as list_namespaces
 from memevict.policy import CLOCKS, Policy
 from memevict.results import Memory, Remembered
 from memevict.scripts import specs
@@ -29,25 +31,17 @@ def connect(url: str | None, *, routed: bool = True) -> Iterator[Any]:
     its slot (``routed``; else a client of that node alone)."""
     if url:
         try:
-            client = redis.Redis.from_url(url)
+            chosen = client_from_url(url, routed=routed)
         except ValueError as error:
             raise click.BadParameter(
                 f"{url!r}: {error} (for example redis://127.0.0.1:6379/0)", param_hint="--url"
             ) from None
-        try:
-            client.ping()  # a wrong database index or password fails here, in one line
-            cluster = routed and client.info("cluster").get("cluster_enabled") == 1
-        except redis.ResponseError as error:
-            client.close()
+        except redis.ResponseError as error:  # a wrong database index or password: one line
             raise click.ClickException(f"cannot use {url}: {error}") from None
-        chosen: redis.Redis | RedisCluster = client
-        if cluster:
-            client.close()
-            chosen = RedisCluster.from_url(url)
         try:
             yield chosen
         finally:
-            chosen.close()
+            close_client(chosen)
     else:
         from memevict.embedded import embedded_client
 
@@ -366,6 +360,26 @@ def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
         s,
         as_json,
         lambda: f"hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} protected={s.protected}",
+    )
+
+
+@main.command()
+@now_option
+@json_option
+@click.pass_context
+def namespaces(ctx: click.Context, now: int | None, as_json: bool) -> None:
+    """Every namespace on the server (every primary of a cluster) with its
+    counts, sorted by name; creates and changes nothing."""
+    with connect(ctx.obj["url"]) as client:
+        found = list_namespaces(client, now=now)
+    _emit(found, as_json, lambda: "\n".join(_namespace_line(n) for n in found) or "(none)")
+
+
+def _namespace_line(n: Namespace) -> str:
+    s = n.stats
+    return (
+        f"{n.name}  hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} "
+        f"protected={s.protected} over={s.over} backlog={s.backlog}"
     )
 
 

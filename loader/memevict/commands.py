@@ -17,16 +17,18 @@ from typing import Any, Generic, TypeVar, cast
 
 from memevict.errors import (
     BadArgument,
+    BadGroup,
     BadId,
     BadImportance,
     BadNamespace,
     BadNow,
     BadPolicy,
     BadRate,
+    BadTokens,
     InvalidArgument,
 )
 from memevict.policy import Policy
-from memevict.results import Batch, Evicted, Memory, Remembered, Stats, Tier
+from memevict.results import Batch, Evicted, Memory, Remembered, ScanPage, Stats, Tier, Window
 from memevict.scripts import Args
 
 T = TypeVar("T")
@@ -38,6 +40,10 @@ MAX_IMPORTANCE = 1e12  # as in lua/lib/args.lua
 MAX_TOP = 200  # as in lua/top.lua
 MAX_NAMESPACE_BYTES = 256
 MAX_BATCH = 100  # items per remember_many, as in lua/remember_many.lua
+MAX_TOKENS = 1_000_000_000  # tokens of one memory, as in lua/lib/args.lua
+MAX_GROUP_BYTES = 256  # as in lua/lib/args.lua
+MAX_BUDGET = 2**53 - 1  # as in lua/window.lua
+MAX_SCAN = 1000  # metadata entries per scan page, as in lua/scan.lua
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,22 @@ def _text(value: str) -> bytes:
     return _utf8(value, "text", BadArgument)
 
 
+def _tokens(tokens: int) -> str:
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_TOKENS:
+        raise BadTokens(f"tokens must be a whole number in [1, {MAX_TOKENS}], got {tokens!r}")
+    return str(tokens)
+
+
+def _group(group: str | None) -> bytes:
+    """None keeps the memory's group (none for a new memory)."""
+    if group is None:
+        return b""
+    raw = _utf8(group, "group", BadGroup)
+    if not 1 <= len(raw) <= MAX_GROUP_BYTES or b"\0" in raw:
+        raise BadGroup(f"group must be 1..{MAX_GROUP_BYTES} bytes without a NUL: {group[:40]!r}")
+    return raw
+
+
 def _call() -> str:
     """A fresh call id: the script keeps its reply under it, so a resent call runs once."""
     return secrets.token_hex(8)
@@ -140,7 +162,7 @@ def as_text(value: str | bytes) -> str:
 
 
 def _memory(reply: Sequence[Any]) -> Memory:
-    id_, importance, score, tier, whitelisted, until, created, last, text = reply
+    id_, importance, score, tier, whitelisted, until, created, last, text, tokens, group = reply
     return Memory(
         id=as_text(id_),
         importance=float(importance),
@@ -151,6 +173,8 @@ def _memory(reply: Sequence[Any]) -> Memory:
         created=int(created),
         last_access=int(last),
         text=None if text is None else as_text(text),
+        tokens=int(tokens),
+        group=as_text(group) or None,
     )
 
 
@@ -160,8 +184,10 @@ def _ids(reply: Sequence[Any]) -> tuple[str, ...]:
 
 def _remembered(memory_id: str) -> Callable[[Any], Remembered]:
     def parse(reply: Sequence[Any]) -> Remembered:
-        score, evicted, demoted, over = reply
-        return Remembered(memory_id, float(score), _ids(evicted), _ids(demoted), int(over))
+        score, evicted, demoted, over, over_tokens = reply
+        return Remembered(
+            memory_id, float(score), _ids(evicted), _ids(demoted), int(over), int(over_tokens)
+        )
 
     return parse
 
@@ -209,7 +235,14 @@ def update_policy(
 
 
 def remember(
-    memory_id: str, importance: float, *, text: str | None, whitelist: bool, now: int | None
+    memory_id: str,
+    importance: float,
+    *,
+    text: str | None,
+    whitelist: bool,
+    now: int | None,
+    tokens: int = 1,
+    group: str | None = None,
 ) -> Call[Remembered]:
     if not isinstance(whitelist, bool):
         raise BadArgument(f"whitelist must be a bool, got {whitelist!r}")
@@ -219,6 +252,8 @@ def remember(
         "text": b"" if text is None else _text(text),
         "has_text": "0" if text is None else "1",
         "whitelist": "1" if whitelist else "0",
+        "tokens": _tokens(tokens),
+        "group": _group(group),
         "now": _now(now),
     }
     return Call("remember", args, _remembered(memory_id), _call())
@@ -232,6 +267,8 @@ class Item:
     importance: float
     text: str | None = None
     whitelist: bool = False
+    tokens: int = 1
+    group: str | None = None
 
 
 def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None) -> Call[Batch]:
@@ -256,12 +293,19 @@ def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None)
             b"" if text is None else _text(text),
             "0" if text is None else "1",
             "1" if item.whitelist else "0",
+            _tokens(item.tokens),
+            _group(item.group),
         ]
 
     def parse(reply: Sequence[Any]) -> Batch:
-        scores, evicted, demoted, over = reply
+        scores, evicted, demoted, over, over_tokens = reply
         return Batch(
-            tuple(ids), tuple(float(s) for s in scores), _ids(evicted), _ids(demoted), int(over)
+            tuple(ids),
+            tuple(float(s) for s in scores),
+            _ids(evicted),
+            _ids(demoted),
+            int(over),
+            int(over_tokens),
         )
 
     return Call("remember_many", {"now": _now(now), "items": values}, parse, _call())
@@ -281,8 +325,8 @@ def decay(rate: float) -> Call[None]:
 
 def evict(*, now: int | None) -> Call[Evicted]:
     def parse(reply: Sequence[Any]) -> Evicted:
-        evicted, demoted, over, backlog = reply
-        return Evicted(_ids(evicted), _ids(demoted), int(over), int(backlog))
+        evicted, demoted, over, backlog, over_tokens = reply
+        return Evicted(_ids(evicted), _ids(demoted), int(over), int(backlog), int(over_tokens))
 
     return Call("evict", {"now": _now(now)}, parse, _call())
 
@@ -326,3 +370,37 @@ def stats(*, now: int | None) -> Call[Stats]:
         return Stats(*(int(x) for x in reply))
 
     return Call("stats", {"now": _now(now)}, parse)
+
+
+def window(tokens: int | None, *, now: int | None) -> Call[Window]:
+    budget = ""
+    if tokens is not None:
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_BUDGET:
+            raise BadTokens(f"tokens must be None or a whole number in [1, 2**53), got {tokens!r}")
+        budget = str(tokens)
+
+    def parse(reply: Sequence[Any]) -> Window:
+        memories, total, left = reply
+        return Window(tuple(_memory(m) for m in memories), int(total), int(left))
+
+    return Call("window", {"budget": budget, "now": _now(now)}, parse)
+
+
+def scan(tier: str, cursor: int, count: int, *, now: int | None) -> Call[ScanPage]:
+    if tier not in ("hot", "cold"):
+        raise BadArgument(f"tier must be 'hot' or 'cold', got {tier!r}")
+    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor < 2**64:
+        raise BadArgument(f"cursor must be 0 or a cursor a page returned, got {cursor!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SCAN:
+        raise BadArgument(f"count must be a whole number in [1, {MAX_SCAN}], got {count!r}")
+
+    def parse(reply: Sequence[Any]) -> ScanPage:
+        next_cursor, memories = reply
+        return ScanPage(int(next_cursor), tuple(_memory(m) for m in memories))
+
+    args = {"tier": tier, "cursor": str(cursor), "count": str(count), "now": _now(now)}
+    return Call("scan", args, parse)
+
+
+def drop() -> Call[int]:
+    return Call("drop", {}, int)

@@ -47,6 +47,26 @@ class BadRate(InvalidArgument):
     code = "BAD_RATE"
 
 
+class BadTokens(InvalidArgument):
+    code = "BAD_TOKENS"
+
+
+class BadGroup(InvalidArgument):
+    code = "BAD_GROUP"
+
+
+class OverBudget(InvalidArgument):
+    """A memory costs more tokens than the whole token budget (max_tokens)."""
+
+    code = "OVER_BUDGET"
+
+
+class GroupFull(InvalidArgument):
+    """The group already has the most members a group may have (100)."""
+
+    code = "GROUP_FULL"
+
+
 class BadPolicy(InvalidArgument):
     code = "BAD_POLICY"
 
@@ -158,6 +178,10 @@ _BY_CODE: dict[str, type[MemevictError]] = {
         BadImportance,
         BadNow,
         BadRate,
+        BadTokens,
+        BadGroup,
+        OverBudget,
+        GroupFull,
         BadPolicy,
         BadNamespace,
         BadKeys,

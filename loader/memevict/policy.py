@@ -25,6 +25,8 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "jitter": (0, 1),
     "cold_max": (0, _MAX_INT),
     "retry_window_s": (0, 86400),
+    "max_tokens": (0, _MAX_INT),
+    "idle_ttl_s": (0, 1e9),
 }
 
 
@@ -52,6 +54,10 @@ class Policy:
     cold_max: most memories in the cold tier; past it the least recently evicted go for good.
     retry_window_s: seconds a write call's receipt is kept, so that a call resent by the
         client's retry within it is applied once (0 turns receipts off).
+    max_tokens: most tokens (the sum of the hot memories' ``tokens``) in the hot
+        tier before eviction starts; 0: no token budget.
+    idle_ttl_s: seconds without a write after which the namespace expires with all
+        its keys; 0: never.
     """
 
     max_hot: int = 100
@@ -66,6 +72,8 @@ class Policy:
     jitter: float = 0.001
     cold_max: int = 10_000
     retry_window_s: float = 60.0
+    max_tokens: int = 0
+    idle_ttl_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +27,8 @@ class Memory:
     created: int
     last_access: int
     text: str | None
+    tokens: int = 1
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +37,10 @@ class Remembered:
 
     ``score`` is the memory's score after the call; ``evicted`` the ids moved
     to the cold tier and ``demoted`` the ids taken off the whitelist by this
-    call; ``over`` how far the hot tier is still above max_hot after it: only
-    whitelisted and protected memories were left to evict, or the call's
-    bounded work left the rest to later calls (see ``Stats.backlog``).
+    call; ``over`` and ``over_tokens`` how far the hot tier is still above
+    max_hot and max_tokens after it: only whitelisted and protected memories
+    (or groups holding one) were left to evict, or the call's bounded work
+    left the rest to later calls (see ``Stats.backlog``).
     """
 
     id: str
@@ -44,40 +48,45 @@ class Remembered:
     evicted: tuple[str, ...]
     demoted: tuple[str, ...]
     over: int
+    over_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
     """What ``remember_many`` did: each item's id and score right after it
-    was remembered, in order; then evicted, demoted and over as in
-    :class:`Remembered`, for the whole batch."""
+    was remembered, in order; then evicted, demoted, over and over_tokens as
+    in :class:`Remembered`, for the whole batch."""
 
     ids: tuple[str, ...]
     scores: tuple[float, ...]
     evicted: tuple[str, ...]
     demoted: tuple[str, ...]
     over: int
+    over_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Evicted:
     """Result of evict: the ids moved to the cold tier and taken off the
-    whitelist, how far over max_hot the hot tier still is, and the backlog
-    left (as :class:`Stats`; call evict again until it is 0 to drain it)."""
+    whitelist, how far over max_hot the hot tier still is, the backlog
+    left (as :class:`Stats`; call evict again until it is 0 to drain it), and
+    how far over max_tokens the hot tier still is."""
 
     evicted: tuple[str, ...]
     demoted: tuple[str, ...]
     over: int
     backlog: int
+    over_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Stats:
     """Counts of one namespace. ``hot`` includes whitelisted and protected
     memories; ``cold`` counts at most cold_max; ``over`` is how far the hot
-    tier is above max_hot; ``backlog`` counts the memories waiting for work
-    that bounded calls left to later ones (0: the policy holds as if it
-    always had)."""
+    tier is above max_hot; ``backlog`` counts the work that bounded calls
+    left to later ones (0: the policy holds as if it always had); ``tokens``
+    is the hot tier's total tokens and ``over_tokens`` how far it is above
+    max_tokens."""
 
     hot: int
     cold: int
@@ -85,3 +94,31 @@ class Stats:
     protected: int
     over: int
     backlog: int
+    tokens: int = 0
+    over_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """What ``window`` returns: the memories for a prompt, in the order they
+    were first remembered; ``tokens`` their total, ``left`` the hot memories
+    not in the window. Iterating it iterates ``memories``."""
+
+    memories: tuple[Memory, ...]
+    tokens: int
+    left: int
+
+    def __iter__(self) -> Iterator[Memory]:
+        return iter(self.memories)
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPage:
+    """One page of ``scan``: its memories and the cursor of the next page
+    (0: the scan is done)."""
+
+    cursor: int
+    memories: tuple[Memory, ...]

@@ -275,16 +275,19 @@ class Scripts:
     configure: ScriptHandle
     decay: ScriptHandle
     demote: ScriptHandle
+    drop: ScriptHandle
     evict: ScriptHandle
     forget: ScriptHandle
     get: ScriptHandle
     recall: ScriptHandle
     remember: ScriptHandle
     remember_many: ScriptHandle
+    scan: ScriptHandle
     stats: ScriptHandle
     top: ScriptHandle
     touch: ScriptHandle
     whitelist: ScriptHandle
+    window: ScriptHandle
 
 
 def register(client: Any) -> Scripts:

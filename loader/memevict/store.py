@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
+from memevict.clients import client_from_url, close_client
 from memevict.commands import Call, Item
 from memevict.errors import (
     BadArgument,
@@ -26,10 +27,20 @@ from memevict.errors import (
 )
 from memevict.policy import Policy
 from memevict.registry import MIGRATION_WAIT_S, Mode, ScriptRegistry, SyncClient, check_mode
-from memevict.results import Batch, Evicted, Memory, Remembered, Stats
+from memevict.results import (
+    Batch,
+    Evicted,
+    Memory,
+    Remembered,
+    ScanPage,
+    Stats,
+    Tier,
+    Window,
+)
 from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
 
 T = TypeVar("T")
+S = TypeVar("S", bound="MemoryStore")
 
 __all__ = ["MemoryStore", "ScriptRegistry", "StoreBase"]
 
@@ -50,6 +61,8 @@ class StoreBase:
         }
         self.policy_key = key_name(namespace, "policy")
         self.adopt_policy = False
+        # True when the store made its client (from_url): closing the store closes it.
+        self.owns_client = False
 
     def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[str], list[ArgValue]]:
         """The script, KEYS and ARGV of a call."""
@@ -177,6 +190,34 @@ class MemoryStore(StoreBase):
                 if self._asks_config(client):
                     self._warn_if_keys_can_be_evicted(client.config_get("maxmemory-policy"))
 
+    @classmethod
+    def from_url(
+        cls: type[S], url: str, namespace: str, policy: Policy | None = None, **kwargs: Any
+    ) -> S:
+        """A store on a client of its own of ``url`` (a cluster client if the URL
+        names a cluster node), which :meth:`close` closes; ``kwargs`` as the
+        constructor's. ``with MemoryStore.from_url(url, "agent-42") as store:``"""
+        client = client_from_url(url)
+        try:
+            store = cls(client, namespace, policy, **kwargs)
+        except BaseException:
+            close_client(client)
+            raise
+        store.owns_client = True
+        return store
+
+    def close(self) -> None:
+        """Closes the client if this store made it (from_url); a client passed to
+        the constructor stays open for its owner."""
+        if self.owns_client:
+            close_client(self.client)
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def _send(self, call: Call[T]) -> T:
         try:
             reply = self.registry.run(*self._parts(call))
@@ -230,10 +271,18 @@ class MemoryStore(StoreBase):
         *,
         text: str | None = None,
         whitelist: bool = False,
+        tokens: int = 1,
+        group: str | None = None,
         now: int | None = None,
     ) -> Remembered:
-        """Adds or updates a memory, evicting the lowest if the hot tier is over max_hot."""
-        return self._run(commands.remember(id, importance, text=text, whitelist=whitelist, now=now))
+        """Adds or updates a memory (``tokens``: its cost in the token budget;
+        ``group``: the group it joins, evicted, recalled and forgotten as one),
+        evicting the lowest if the hot tier is over max_hot or max_tokens."""
+        return self._run(
+            commands.remember(
+                id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+            )
+        )
 
     def remember_many(
         self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
@@ -283,3 +332,23 @@ class MemoryStore(StoreBase):
     def stats(self, *, now: int | None = None) -> Stats:
         """Counts of hot, cold, whitelisted and protected memories."""
         return self._run(commands.stats(now=now))
+
+    def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
+        """The hot memories for a prompt, in the order first remembered, with
+        text; with ``tokens``, the highest-ranked that fit in that many tokens,
+        whole groups only (at most 1,000 memories)."""
+        return self._run(commands.window(tokens, now=now))
+
+    def scan(
+        self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None
+    ) -> ScanPage:
+        """One page of the memories of a tier; pass the returned cursor to the
+        next call until it is 0. A memory that stays in the tier is returned
+        at least once."""
+        return self._run(commands.scan(tier, cursor, count, now=now))
+
+    def drop(self) -> int:
+        """Deletes the whole namespace (policy, memories, indexes) in one
+        atomic call; returns the number of keys deleted. A later write
+        through any store configures the namespace again, empty."""
+        return self._send(commands.drop())

@@ -19,6 +19,7 @@ import importlib
 import itertools
 import math
 import random
+import re
 import struct
 import threading
 import time
@@ -47,7 +48,7 @@ BURST = MAX_BATCH
 WORK = 200
 IMPORTANCES = (1.0, 3.0, 5.0, 7.0, 8.0, 10.0)  # the seed article's categories
 CRITICAL = 10.0
-META = struct.Struct("<ddddddB")  # lib/memory.lua META
+META = struct.Struct("<ddddddBdd")  # lib/memory.lua META; the group's name follows
 SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
 
 
@@ -55,6 +56,7 @@ def stress_policy() -> Policy:
     """Small enough that every rule fires constantly under load."""
     return Policy(
         max_hot=20,
+        max_tokens=50,  # memories cost 1..5 tokens (tokens_of): both budgets bind
         evict_batch=1,
         half_life_s=5.0,
         whitelist_cap=4,
@@ -112,6 +114,9 @@ class Snapshot:
     importance: dict[str, float]  # what each memory's score is built from, as stored
     stats: tuple[int, ...] | None  # the target's own counts (Stats), same transaction
     stats_now: int = 0
+    ghot: dict[str, float] = field(default_factory=dict)
+    groups: dict[str, float] = field(default_factory=dict)
+    links: list[str] = field(default_factory=list)
 
 
 class Target(Protocol):
@@ -128,6 +133,24 @@ class Target(Protocol):
     def tier(self, id: str) -> str | None:
         """'hot', 'cold' or None (gone), through the target's own read path."""
         ...
+
+
+def _number(memory_id: str) -> int | None:
+    """n of an id mN of the workload."""
+    found = re.fullmatch(r"m(\d+)", memory_id)
+    return int(found.group(1)) if found else None
+
+
+def tokens_of(memory_id: str) -> int:
+    """A memory's cost, a function of its id: m7 costs 3; any other id 1."""
+    n = _number(memory_id)
+    return 1 if n is None else 1 + n % 5
+
+
+def group_of(memory_id: str) -> str | None:
+    """m0..m29 come in linked pairs (m0 and m1 in g0, ...); the rest in no group."""
+    n = _number(memory_id)
+    return f"g{n // 2}" if n is not None and n < 30 else None
 
 
 def text_for(memory_id: str) -> bytes:
@@ -153,7 +176,15 @@ def send_op(
         return store.remember_many(items, now=now)
     if op == "remember":
         text = text_for(id).decode("utf-8", "surrogateescape")
-        return store.remember(id, importance, text=text, whitelist=whitelist, now=now)
+        return store.remember(
+            id,
+            importance,
+            text=text,
+            whitelist=whitelist,
+            tokens=tokens_of(id),
+            group=group_of(id),
+            now=now,
+        )
     if op == "decay":
         return store.decay(0.95)
     if op == "evict":
@@ -183,15 +214,16 @@ class MemevictTarget:
         spec = self.store.registry.specs["stats"]
         stats_now = int(time.time() * 1000)
         pipe = self.client.pipeline(transaction=True)
-        for role in ("hot", "fresh", "wl", "cold", "prot"):
+        for role in ("hot", "fresh", "wl", "cold", "prot", "ghot", "groups"):
             pipe.zrange(key_name(ns, role), 0, -1, withscores=True)
+        pipe.zrange(key_name(ns, "links"), 0, -1)
         pipe.hgetall(key_name(ns, "meta"))
         pipe.hgetall(key_name(ns, "text"))
         pipe.hget(key_name(ns, "state"), "latest")
         keys = spec.key_names(ns)
         pipe.evalsha_ro(spec.sha, len(keys), *keys, str(stats_now))
         at = time.time() * 1000
-        hot, fresh, wl, cold, prot, meta, text, latest, stats = pipe.execute()
+        hot, fresh, wl, cold, prot, ghot, groups, links, meta, text, latest, stats = pipe.execute()
         return Snapshot(
             at=at,
             end=time.time() * 1000,
@@ -203,11 +235,14 @@ class MemevictTarget:
             meta=_fields(meta),
             text=_fields(text),
             importance={
-                k: META.unpack(v)[0] for k, v in _fields(meta).items() if len(v) == META.size
+                k: META.unpack_from(v)[0] for k, v in _fields(meta).items() if len(v) >= META.size
             },
             stats=tuple(int(x) for x in stats),
             # stats runs at the namespace's time if stats_now is behind it
             stats_now=max(stats_now, int(latest or 0)),
+            ghot=_scores(ghot),
+            groups=_scores(groups),
+            links=[x.decode("utf-8", "surrogateescape") for x in links],
         )
 
 
@@ -345,6 +380,11 @@ class Report:
         return out
 
 
+def _acts_on(c: Record, x: str) -> bool:
+    """Call c names memory x, or another member of x's group."""
+    return c.id == x or (group_of(x) is not None and group_of(c.id) == group_of(x))
+
+
 def _now_of(r: Record) -> float:
     """The latest now call r can have run at by its own clock."""
     return r.now if r.now is not None else r.t1
@@ -352,11 +392,18 @@ def _now_of(r: Record) -> float:
 
 class Checker:
     """Counts rule violations. ``importances``: every importance the workload
-    uses, so a changed one shows; None skips that check."""
+    uses, so a changed one shows; None skips that check. ``shaped``: the
+    workload remembers each id with tokens_of and group_of (send_op does)."""
 
-    def __init__(self, policy: Policy, importances: Collection[float] | None = IMPORTANCES) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        importances: Collection[float] | None = IMPORTANCES,
+        shaped: bool = True,
+    ) -> None:
         self.policy = policy
         self.importances = importances
+        self.shaped = shaped
         self.checks = 0
         self.backlogged = 0  # snapshots that saw work waiting for later calls
         self.violations: Counter[str] = Counter()
@@ -371,19 +418,27 @@ class Checker:
     def snapshot(self, s: Snapshot) -> None:
         """The rules that hold after every script, as one reader saw them."""
         p = self.policy
-        tiers = [set(s.hot), set(s.fresh), set(s.wl), set(s.cold)]
-        hot_ids = tiers[0] | tiers[1] | tiers[2]
-        every = hot_ids | tiers[3]
-        total = sum(len(t) for t in tiers[:3])
+        tiers = [set(s.hot), set(s.fresh), set(s.wl), set(s.ghot), set(s.cold)]
+        hot_ids = tiers[0] | tiers[1] | tiers[2] | tiers[3]
+        every = hot_ids | tiers[4]
+        total = sum(len(t) for t in tiers[:4])
         backlog = self.backlog(s)
         self.backlogged += backlog > 0
+        units = len(s.hot) + len(s.groups)  # what eviction can take
         # Work beyond a call's budget waits for later calls (README: Bounded
-        # work per call): max_hot holds once nothing waits.
+        # work per call): max_hot and max_tokens hold once nothing waits.
         self.expect(
-            backlog > 0 or (len(s.hot) <= p.max_hot and (total <= p.max_hot or not s.hot)),
+            backlog > 0 or (len(s.hot) <= p.max_hot and (total <= p.max_hot or not units)),
             "over capacity",
             f"{len(s.hot)} evictable, {total} hot, max_hot {p.max_hot}",
         )
+        if s.meta is not None and p.max_tokens:
+            tokens = self.tokens(s)
+            self.expect(
+                backlog > 0 or tokens <= p.max_tokens or not units,
+                "over the token budget",
+                f"{tokens} tokens, {units} evictable units, max_tokens {p.max_tokens}",
+            )
         self.expect(len(s.wl) <= p.whitelist_cap, "whitelist over cap", f"{len(s.wl)}")
         self.expect(len(s.cold) <= p.cold_max, "cold tier over cold_max", f"{len(s.cold)}")
         self.expect(sum(len(t) for t in tiers) == len(every), "id in two tiers", str(tiers))
@@ -400,11 +455,13 @@ class Checker:
             str(set(s.prot) - hot_ids),
         )
         self.expect(set(s.text) <= set(s.meta), "orphan text", str(set(s.text) - set(s.meta)))
+        self._groups(s, hot_ids)
         for memory_id, raw in s.meta.items():
             self._meta(memory_id, raw, s)
         if s.stats is not None:
             protected = sum(1 for t in s.prot.values() if t > s.stats_now)
             over = max(0, len(hot_ids) - p.max_hot)
+            tokens = self.tokens(s)
             view = (
                 len(hot_ids),
                 min(len(s.cold), p.cold_max),
@@ -412,22 +469,57 @@ class Checker:
                 protected,
                 over,
                 backlog,
+                tokens,
+                max(0, tokens - p.max_tokens) if p.max_tokens else 0,
             )
             self.expect(s.stats == view, "stats disagree with the indexes", f"{s.stats} {view}")
 
+    def tokens(self, s: Snapshot) -> int:
+        """The hot tier's tokens, summed from the metadata."""
+        assert s.meta is not None
+        hot = set(s.hot) | set(s.fresh) | set(s.wl) | set(s.ghot)
+        return sum(
+            int(META.unpack_from(raw)[7])
+            for x, raw in s.meta.items()
+            if x in hot and len(raw) >= META.size
+        )
+
     def backlog(self, s: Snapshot) -> int:
-        """The memories waiting for work left to later calls (README: Bounded
-        work per call); 0 for a target that keeps no stats (the seed peer)."""
-        if s.stats is None:
+        """The work waiting for later calls (README: Bounded work per call),
+        as stats counts it; 0 for a target that keeps no stats (the seed peer)."""
+        if s.stats is None or s.meta is None:
             return 0
         p = self.policy
-        over = max(0, len(s.hot) + len(s.fresh) + len(s.wl) - p.max_hot)
+        over = max(0, len(s.hot) + len(s.fresh) + len(s.wl) + len(s.ghot) - p.max_hot)
+        over_tokens = max(0, self.tokens(s) - p.max_tokens) if p.max_tokens else 0
+        units = len(s.hot) + len(s.groups)
+        due = max(min(over, units), 1 if over_tokens else 0) if units else 0
         return (
             sum(1 for t in s.prot.values() if t <= s.stats_now)
-            + min(over, len(s.hot))
+            + due
             + max(0, len(s.wl) - p.whitelist_cap)
             + max(0, len(s.cold) - p.cold_max)
         )
+
+    def _groups(self, s: Snapshot, hot_ids: set[str]) -> None:
+        """A group's members are in one tier, its links match their metadata,
+        and groups holds exactly the groups whose members are all evictable."""
+        assert s.meta is not None
+        members: dict[str, list[str]] = {}
+        for link in s.links:
+            group, _, memory_id = link.partition("\0")
+            members.setdefault(group, []).append(memory_id)
+        for group, ids in members.items():
+            where = {"hot" if x in hot_ids else "cold" if x in s.cold else "gone" for x in ids}
+            self.expect(len(where) == 1 and "gone" not in where, "group split", f"{group}: {ids}")
+            for x in ids:
+                raw = s.meta.get(x, b"")
+                self.expect(raw[META.size :].decode() == group, "link disagrees", f"{x} {group}")
+            evictable = all(x in s.ghot for x in ids)
+            self.expect((group in s.groups) == evictable, "groups index wrong", f"{group}: {ids}")
+        for x in s.ghot:
+            raw = s.meta.get(x, b"")
+            self.expect(len(raw) > META.size, "ungrouped memory in ghot", x)
 
     def drained(self, backlog: int, calls: int) -> None:
         """After the workers stop, evict() calls drain a backlog at WORK moves
@@ -440,10 +532,17 @@ class Checker:
 
     def _meta(self, memory_id: str, raw: bytes, s: Snapshot) -> None:
         assert s.meta is not None
-        if len(raw) != META.size:
+        if len(raw) < META.size:
             self.expect(False, "metadata corrupt", memory_id)
             return
-        imp, j, _created, _la, till, _g, flags = META.unpack(raw)
+        imp, j, _created, _la, till, _g, flags, tokens, _n = META.unpack_from(raw)
+        group = raw[META.size :].decode("utf-8", "surrogateescape")
+        self.expect(
+            not self.shaped
+            or (tokens == tokens_of(memory_id) and group == (group_of(memory_id) or "")),
+            "tokens or group changed",
+            f"{memory_id} tokens={tokens} group={group!r}",
+        )
         known = self.importances is None or imp in self.importances
         self.expect(
             known and 0 < j < self.policy.jitter,
@@ -467,7 +566,7 @@ class Checker:
     def per_id(self, tiers: dict[str, str | None], s: Snapshot) -> None:
         """At rest: each id's own view (get) puts it in exactly the tier the
         indexes do, and the stats count the same ids."""
-        hot = set(s.hot) | set(s.fresh) | set(s.wl)
+        hot = set(s.hot) | set(s.fresh) | set(s.wl) | set(s.ghot)
         for memory_id, tier in tiers.items():
             where = "hot" if memory_id in hot else "cold" if memory_id in s.cold else None
             self.expect(tier == where, "get disagrees with the indexes", f"{memory_id}: {tier}")
@@ -481,10 +580,18 @@ class Checker:
     def log(self, records: Sequence[Record], snapshots: Sequence[Snapshot]) -> None:
         """Rules only the call log can show: what was evicted, and lost updates."""
         by_id: dict[str, list[Record]] = {}
+        linked: dict[str, set[str]] = {}  # group -> the ids the log names in it
         for r in records:
-            by_id.setdefault(r.id, []).append(r)
+            if group_of(r.id):
+                linked.setdefault(str(group_of(r.id)), set()).add(r.id)
+        for r in records:
+            # A call on one member of a group acts on the others too (forget,
+            # recall, remember bring the whole group along).
+            names = linked.get(str(group_of(r.id)), {r.id}) if group_of(r.id) else {r.id}
+            for x in names | {r.id}:
+                by_id.setdefault(x, []).append(r)
             for x in (*r.evicted, *r.demoted):
-                if x != r.id:
+                if x not in names:
                     by_id.setdefault(x, []).append(r)
         # A call runs at the namespace's latest now if its own is behind it
         # (README rule 9): at most the latest now of any call sent before it ended.
@@ -519,13 +626,16 @@ class Checker:
             between = [c for c in rs if c is not w and c is not e and c.t1 > w.t0 and c.t0 < e.t1]
             made_whitelisted = w.op == "whitelist" or (w.op == "remember" and w.whitelist)
             undone = x in e.demoted or any(
-                (c.id == x and c.op in ("demote", "forget")) or x in c.demoted for c in between
+                (c.id == x and c.op == "demote")
+                or (_acts_on(c, x) and c.op == "forget")
+                or x in c.demoted
+                for c in between
             )
             if made_whitelisted and x not in w.demoted and not undone:
                 self.expect(False, "evicted while whitelisted", f"{x} by {e.worker} {e.op}")
             if w.op in ("remember", "recall"):
                 till_min = (w.now if w.now is not None else w.t0) + protect_ms - SLACK_MS
-                refreshed = any(c.id == x and c.op != "touch" for c in between)
+                refreshed = any(_acts_on(c, x) and c.op != "touch" for c in between)
                 if e_now_max < till_min and not refreshed:
                     self.expect(
                         False,
@@ -600,7 +710,7 @@ def run(config: StressConfig) -> Report:
         checker.snapshot(final)
     checker.drained(waiting, calls)
     ids = {f"m{i}" for i in range(config.ids)}.union(
-        final.hot, final.fresh, final.wl, final.cold
+        final.hot, final.fresh, final.wl, final.ghot, final.cold
     )  # the workload's ids and every burst memory still kept
     checker.per_id({x: reader.tier(x) for x in sorted(ids)}, final)
     snapshots.append(final)

@@ -1,15 +1,27 @@
 -- Memories, their indexes and the eviction rules, shared by the scripts.
 --
 -- Layout (every key of a namespace carries the hash tag {namespace}):
---   meta   hash  id -> struct '<ddddddB': importance, jitter, created ms,
+--   meta   hash  id -> struct '<ddddddBdd': importance, jitter, created ms,
 --                 last access ms, protected-until ms, G at the last access,
---                 flags (1 cold, 2 whitelisted)
+--                 flags (1 cold, 2 whitelisted), tokens, order (the seq of
+--                 its first remember), then its group's name (no group: none)
 --   text   hash  id -> text (only for memories stored with text)
---   hot    zset  evictable hot memories (not whitelisted, not protected), by decay key
+--   hot    zset  evictable hot memories (not whitelisted, not protected) that
+--                 are in no group, by decay key
+--   ghot   zset  evictable hot memories that are in a group, by decay key
+--   groups zset  evictable groups (every member in ghot), by the highest
+--                 decay key of their members: the unit eviction takes whole
+--   links  zset  group .. '\0' .. id of every memory in a group (hot or
+--                 cold), all at score 0: a group's members are one lex range
 --   fresh  zset  protected hot memories that are not whitelisted, by decay key
 --   prot   zset  hot memories whose protection may not have run out, by protected-until ms
 --   wl     zset  whitelisted hot memories, by whitelist key
 --   cold   zset  cold memories, by last use ms (least recently used first)
+--
+-- The state hash also keeps tokens, the total tokens of the hot tier,
+-- updated by every call that moves a memory in or out of it (no call sums
+-- the tier). The members of a group are always in the same tier: they are
+-- evicted, recalled and forgotten together.
 --
 -- Forward decay: a non-whitelisted memory's score at time t is
 --   (importance + jitter) * recency * (decay ticks since last access)
@@ -31,7 +43,9 @@
 -- memory took are folded into its m.g when it leaves the decaying indexes
 -- (fold_ticks). D also takes the whole shifts that keep decay keys small, and
 -- wbase those of whitelist keys (rebase).
-local META = '<ddddddB'
+local META = '<ddddddBdd'
+local META_BYTES = 65 -- the fixed part; the group's name follows
+local META_V1 = '<ddddddB' -- 0.1.0's 49 bytes: read as 1 token, no group
 
 -- Work per call is bounded, so no call blocks the server for long whatever
 -- the store size or backlog: a call moves at most WORK memories (protection
@@ -42,9 +56,16 @@ local WORK = 200
 local DEMOTE = 16
 
 local function unpack_meta(id, raw)
-  local imp, j, created, la, till, g, flags = struct.unpack(META, raw)
+  local imp, j, created, la, till, g, flags, tokens, n
+  if #raw < META_BYTES then
+    imp, j, created, la, till, g, flags = struct.unpack(META_V1, raw)
+    tokens, n = 1, 0
+  else
+    imp, j, created, la, till, g, flags, tokens, n = struct.unpack(META, raw)
+  end
   return {id = id, imp = imp, j = j, created = created, la = la, till = till, g = g,
-    cold = flags % 2 == 1, wl = flags >= 2}
+    cold = flags % 2 == 1, wl = flags >= 2, tokens = tokens, n = n,
+    group = string.sub(raw, META_BYTES + 1)}
 end
 
 -- Reads one memory's metadata (nil if unknown); also checks meta's type.
@@ -56,7 +77,8 @@ end
 
 local function packed_meta(m)
   local flags = (m.cold and 1 or 0) + (m.wl and 2 or 0)
-  return struct.pack(META, m.imp, m.j, m.created, m.la, m.till, m.g, flags)
+  return struct.pack(META, m.imp, m.j, m.created, m.la, m.till, m.g, flags, m.tokens, m.n) ..
+    m.group
 end
 
 local function write_meta(m)
@@ -110,7 +132,8 @@ local function ln_score(m, now, p, st)
     return math.log(m.imp + m.j) - math.max(0, clock(now, p, st) - m.g)
   end
   if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
-  local key = rcall('ZSCORE', KEY.fresh, m.id) or rcall('ZSCORE', KEY.hot, m.id)
+  local key = rcall('ZSCORE', KEY.fresh, m.id) or
+    rcall('ZSCORE', m.group == '' and KEY.hot or KEY.ghot, m.id)
   if not key then -- its index was lost (README: Lost keys): no decay ticks known
     return math.log(m.imp + m.j) - math.max(0, clock(now, p, st) - m.g)
   end
@@ -141,45 +164,115 @@ local function next_jitter(p, st)
   return jitter_at(st.seq, p)
 end
 
+-- Groups (linked memories). A group's members are one lex range of links:
+-- a group name holds no '\0' byte, so group .. '\0' .. id sorts before
+-- group .. '\1' and after every other group's entries.
+local GROUP_MAX = 100 -- members per group: one call handles a whole group
+
+local function members_of(group)
+  local entries = rcall('ZRANGEBYLEX', KEY.links, '[' .. group .. '\0', '(' .. group .. '\1')
+  local ids = {}
+  for i, entry in ipairs(entries) do ids[i] = string.sub(entry, #group + 2) end
+  return ids
+end
+
+local function link_of(m)
+  return m.group .. '\0' .. m.id
+end
+
+-- Puts group g in groups, by its highest member key, if every member is
+-- evictable (in ghot); takes it out otherwise. Called for every group a call
+-- changed (t.dirty) before anything is evicted.
+local function regroup(g)
+  local ids = members_of(g)
+  if #ids == 0 then
+    rcall('ZREM', KEY.groups, g)
+    return
+  end
+  local keys = rcall('ZMSCORE', KEY.ghot, unpack(ids))
+  local top = -math.huge
+  for i = 1, #ids do
+    if not keys[i] then
+      rcall('ZREM', KEY.groups, g)
+      return
+    end
+    top = math.max(top, tonumber(keys[i]))
+  end
+  rcall('ZADD', KEY.groups, fmt(top), g)
+end
+
+local function regroup_dirty(t)
+  for g in pairs(t.dirty) do regroup(g) end
+  t.dirty = {}
+end
+
+-- The decaying index of an evictable memory.
+local function evictable_index(m)
+  return m.group == '' and KEY.hot or KEY.ghot
+end
+
 -- What every script that moves memories reads before its first write: the
--- sizes of the hot tier and the cold tier, and the first memories whose
--- protection ran out by now (one more than a call handles, to see whether
--- more are left). Each read also checks its key's type; text, which these
--- scripts only write (trim_cold), gets a TYPE. The sizes are kept up to date
--- by the helpers that move memories (lift, enforce, trim_cold); work and
--- demote count down this call's budget.
-local function read_tiers(now)
-  check_types(KEY.text)
+-- sizes of the hot tier and the cold tier, the hot tier's tokens, and the
+-- first memories whose protection ran out by now (one more than a call
+-- handles, to see whether more are left). Each read also checks its key's
+-- type; text, which these scripts only write (trim_cold), gets a TYPE. The
+-- sizes are kept up to date by the helpers that move memories (lift,
+-- enforce, trim_cold); work and demote count down this call's budget; dirty
+-- holds the groups whose members moved (see regroup).
+local function read_tiers(now, st)
+  check_types(KEY.text, KEY.links, KEY.groups)
   return {
     size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
-      typed_read('ZCARD', KEY.wl),
+      typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot),
     cold = typed_read('ZCARD', KEY.cold),
+    tokens = st.tokens,
+    tokens_read = st.tokens,
     expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now, 'LIMIT', 0, WORK + 1),
     now = now,
     work = WORK,
     demote = DEMOTE,
+    dirty = {},
   }
 end
 
+-- Writes the hot tier's token total if this call changed it.
+local function save_tokens(t)
+  if t.tokens ~= t.tokens_read then
+    rcall('HSET', KEY.state, 'tokens', t.tokens)
+    t.tokens_read = t.tokens
+  end
+end
+
 -- Moves the memories whose protection ran out (t.expired, up to WORK) from
--- fresh to hot. t.expiring: more ran out than this call handles.
+-- fresh to hot (ghot for a memory in a group). t.expiring: more ran out
+-- than this call handles.
 local function expire_protection(t)
   local ids = t.expired
   t.expiring = #ids > WORK
   if #ids == 0 then return end
   ids = {unpack(ids, 1, math.min(#ids, WORK))}
   local keys = rcall('ZMSCORE', KEY.fresh, unpack(ids))
-  local moved, entries = {}, {}
+  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  local moved, entries = {}, {[KEY.hot] = {}, [KEY.ghot] = {}}
   for j, id in ipairs(ids) do
     if keys[j] then
+      local m = raws[j] and unpack_meta(id, raws[j])
+      local index = KEY.hot
+      if m and m.group ~= '' then
+        index = KEY.ghot
+        t.dirty[m.group] = true
+      end
       moved[#moved + 1] = id
-      entries[#entries + 1] = keys[j]
-      entries[#entries + 1] = id
+      local e = entries[index]
+      e[#e + 1] = keys[j]
+      e[#e + 1] = id
     end
   end
   if #moved > 0 then
     rcall('ZREM', KEY.fresh, unpack(moved))
-    rcall('ZADD', KEY.hot, unpack(entries))
+    for index, e in pairs(entries) do
+      if #e > 0 then rcall('ZADD', index, unpack(e)) end
+    end
   end
   rcall('ZREM', KEY.prot, unpack(ids))
   t.work = t.work - #ids
@@ -189,9 +282,10 @@ end
 -- latest now (see namespace_now), then the protection that ran out.
 -- Keys stay small, so ties stay exact however old the namespace (README:
 -- where scores and ties are exact): once G has drifted more than REBASE from
--- the offset of an index's keys (D for hot and fresh, wbase for wl), every
--- key of the index moves back by a whole number and the offset with it, so
--- no score or order changes. Only while the hot tier fits in one call's work.
+-- the offset of an index's keys (D for the decaying indexes and groups,
+-- wbase for wl), every key of the index moves back by a whole number and the
+-- offset with it, so no score or order changes. Only while the hot tier fits
+-- in one call's work.
 local REBASE = 4096
 
 local function shift_keys(index, by)
@@ -210,8 +304,9 @@ local function rebase(t, p, st)
   local g = clock(t.now, p, st)
   local by = math.floor(g - st.decay)
   if math.abs(by) > REBASE then
-    shift_keys(KEY.hot, by)
-    shift_keys(KEY.fresh, by)
+    for _, index in ipairs({KEY.hot, KEY.fresh, KEY.ghot, KEY.groups}) do
+      shift_keys(index, by)
+    end
     st.decay = st.decay + by
     rcall('HSET', KEY.state, 'decay', fmt(st.decay))
   end
@@ -234,41 +329,46 @@ end
 
 -- Takes a hot memory out of its hot indexes (not meta). Runs after
 -- expire_protection, so prot holds it only if its protection runs past now.
-local function unplace(m, now)
+local function unplace(m, t)
   if m.wl then
     rcall('ZREM', KEY.wl, m.id)
-  elseif rcall('ZREM', KEY.hot, m.id) == 0 then
+  elseif rcall('ZREM', evictable_index(m), m.id) == 0 then
     rcall('ZREM', KEY.fresh, m.id)
   end
-  if m.till > now then rcall('ZREM', KEY.prot, m.id) end
+  if m.till > t.now then rcall('ZREM', KEY.prot, m.id) end
+  if m.group ~= '' then t.dirty[m.group] = true end
 end
 
 -- Puts a hot memory into the index its state calls for; returns its decay
 -- key (nil for a whitelisted memory).
-local function place(m, now, p, st)
-  local protected = m.till > now
+local function place(m, t, p, st)
+  local protected = m.till > t.now
   local key
   if m.wl then
     rcall('ZADD', KEY.wl, fmt(whitelist_key(m, st)), m.id)
   else
     key = decay_key(m, p, st)
-    rcall('ZADD', protected and KEY.fresh or KEY.hot, fmt(key), m.id)
+    rcall('ZADD', protected and KEY.fresh or evictable_index(m), fmt(key), m.id)
   end
   if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
+  if m.group ~= '' then t.dirty[m.group] = true end
   return key
 end
 
 -- Takes memory m out of wherever it is (its hot indexes, or the cold tier)
--- before it is placed again; m.new marks a memory that is nowhere yet.
+-- before it is placed again; m.new marks a memory that is nowhere yet. A
+-- memory coming into the hot tier brings its tokens.
 local function lift(m, t)
   if m.new then
     t.size = t.size + 1
+    t.tokens = t.tokens + m.tokens
   elseif m.cold then
     rcall('ZREM', KEY.cold, m.id)
     t.cold = t.cold - 1
     t.size = t.size + 1
+    t.tokens = t.tokens + m.tokens
   else
-    unplace(m, t.now)
+    unplace(m, t)
   end
 end
 
@@ -292,7 +392,7 @@ end
 -- to ordinary memories (kept, not deleted), within the call's budget: a call
 -- that whitelisted n memories may demote n + DEMOTE (t.demote). Returns the
 -- demoted ids.
-local function cap_whitelist(now, p, st, t)
+local function cap_whitelist(p, st, t)
   local excess = math.min(rcall('ZCARD', KEY.wl) - p.whitelist_cap, t.demote)
   if excess <= 0 then return {} end
   t.demote = t.demote - excess
@@ -301,10 +401,10 @@ local function cap_whitelist(now, p, st, t)
   for _, id in ipairs(ids) do
     local m = read_meta(id)
     if m then
-      unplace(m, now)
+      unplace(m, t)
       m.wl = false
       write_meta(m)
-      place(m, now, p, st)
+      place(m, t, p, st)
       demoted[#demoted + 1] = id
     else -- its metadata was lost (README: Lost keys): the entry goes
       rcall('ZREM', KEY.wl, id)
@@ -313,16 +413,43 @@ local function cap_whitelist(now, p, st, t)
   return demoted
 end
 
+-- Deletes cold memories for good (meta, text, cold and links entries).
+local function delete_cold(ids, links)
+  if #ids == 0 then return end
+  rcall('HDEL', KEY.meta, unpack(ids))
+  rcall('HDEL', KEY.text, unpack(ids))
+  rcall('ZREM', KEY.cold, unpack(ids))
+  if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
+end
+
 -- The cold tier keeps its cold_max most recently evicted memories (up to
--- WORK dropped per call; until then reads treat the rest as gone: cold_gone).
+-- WORK dropped per call, with the rest of their groups; until then reads
+-- treat the rest as gone: cold_gone).
 local function trim_cold(p, t)
   local excess = math.min(t.cold - p.cold_max, WORK)
   if excess <= 0 then return end
   local ids = rcall('ZRANGE', KEY.cold, 0, excess - 1)
-  rcall('HDEL', KEY.meta, unpack(ids))
-  rcall('HDEL', KEY.text, unpack(ids))
-  rcall('ZREMRANGEBYRANK', KEY.cold, 0, excess - 1)
-  t.cold = t.cold - #ids
+  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  local drop, links, dropping = {}, {}, {}
+  local function add(id, link)
+    if dropping[id] then return end
+    dropping[id] = true
+    drop[#drop + 1] = id
+    if link then links[#links + 1] = link end
+  end
+  for i, id in ipairs(ids) do
+    local m = raws[i] and unpack_meta(id, raws[i])
+    if m and m.group ~= '' and not dropping[id] then
+      local members = members_of(m.group)
+      local cold = #members > 0 and rcall('ZMSCORE', KEY.cold, unpack(members)) or {}
+      for j, x in ipairs(members) do
+        if cold[j] then add(x, m.group .. '\0' .. x) end
+      end
+    end
+    add(id, m and m.group ~= '' and link_of(m) or nil)
+  end
+  delete_cold(drop, links)
+  t.cold = t.cold - #drop
 end
 
 -- Whether cold memory m is beyond cold_max, waiting to be dropped by
@@ -340,101 +467,193 @@ local function read_live(id, p)
   return m
 end
 
+-- A memory costing more than the whole token budget is refused: it could
+-- never be kept.
+local function check_budget(tokens, p)
+  if p.max_tokens > 0 and tokens > p.max_tokens then
+    fail('OVER_BUDGET', 'a memory of ' .. tokens .. ' tokens is over max_tokens ' ..
+      p.max_tokens)
+  end
+end
+
+-- How far the hot tier is above each budget: count (max_hot) and tokens
+-- (max_tokens; 0: no token budget).
+local function over_count(p, size)
+  return math.max(0, size - p.max_hot)
+end
+
+local function over_tokens(p, tokens)
+  if p.max_tokens == 0 then return 0 end
+  return math.max(0, tokens - p.max_tokens)
+end
+
 -- How the namespace stands against its policy: the sizes of its indexes
--- (size: every hot memory), over (how far the hot tier is above max_hot) and
--- backlog (the memories waiting for work left to later calls: protection run
--- out, evictable memories above max_hot, whitelisted above whitelist_cap,
--- cold above cold_max). backlog 0: the policy holds as if it always had.
+-- (size: every hot memory), its tokens, over and over_tokens (how far the
+-- hot tier is above max_hot and max_tokens) and backlog (the work waiting
+-- for later calls: protection run out, evictions still due (at least one
+-- while a budget is exceeded and something is evictable; a group counts
+-- once), whitelisted above whitelist_cap, cold above cold_max). backlog 0:
+-- the policy holds as if it always had.
 local function pressure(p, now)
   local n = {hot = typed_read('ZCARD', KEY.hot), wl = typed_read('ZCARD', KEY.wl),
-    cold = typed_read('ZCARD', KEY.cold)}
-  n.size = n.hot + typed_read('ZCARD', KEY.fresh) + n.wl
-  n.over = math.max(0, n.size - p.max_hot)
-  n.backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + math.min(n.over, n.hot) +
+    cold = typed_read('ZCARD', KEY.cold), ghot = typed_read('ZCARD', KEY.ghot),
+    units = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.groups),
+    tokens = tonumber(typed_read('HGET', KEY.state, 'tokens')) or 0}
+  n.size = n.hot + n.ghot + typed_read('ZCARD', KEY.fresh) + n.wl
+  n.over = over_count(p, n.size)
+  n.over_tokens = over_tokens(p, n.tokens)
+  local due = 0
+  if n.units > 0 then
+    due = math.max(math.min(n.over, n.units), n.over_tokens > 0 and 1 or 0)
+  end
+  n.backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + due +
     math.max(0, n.wl - p.whitelist_cap) + math.max(0, n.cold - p.cold_max)
   return n
 end
 
 -- Drops a cold_gone memory now, for a call that remembers its id anew.
 local function drop_cold(m, t)
-  rcall('HDEL', KEY.meta, m.id)
-  rcall('HDEL', KEY.text, m.id)
-  rcall('ZREM', KEY.cold, m.id)
+  delete_cold({m.id}, m.group ~= '' and {link_of(m)} or {})
   t.cold = t.cold - 1
 end
 
--- When the hot tier holds more than max_hot, moves the lowest-scored
--- evictable memories (plus evict_batch) to the cold tier, as many as the
--- call's budget allows, then trims the cold tier. Whitelisted and protected
--- memories are not in KEY.hot, so they are never taken; nor is a memory in
--- KEY.hot whose protection runs past this call's now (a policy change may
--- have moved it there early): it goes back to KEY.fresh. While protection
--- that ran out waits to be processed (t.expiring) nothing is evicted: the
--- lowest evictable memory may be among those. Returns the evicted ids and
--- how far over max_hot the hot tier still is.
+-- Eviction ranks units: a memory in no group by its decay key, a group by
+-- the highest decay key of its members (README: rule 10). enforce merges
+-- the two indexes, lowest first; head reads the lowest entry of one.
+local function head(index)
+  local e = rcall('ZRANGE', index, 0, 0, 'WITHSCORES')
+  if #e == 0 then return nil end
+  return {id = e[1], key = tonumber(e[2])}
+end
+
+-- Evicts memories to the cold tier: meta flagged cold with its decay ticks
+-- folded in (ms: their metadata, keys: their decay keys), cold keys now plus
+-- slot / 1024, lowest score first, so memories evicted at the same ms leave
+-- the cold tier by score (exact while now < 2^42 ms, the year 2109).
+local function to_cold(ms, keys, st, t, evicted)
+  local metas, cold = {}, {}
+  for i, m in ipairs(ms) do
+    m.cold = true
+    fold_ticks(m, keys[i], st)
+    metas[#metas + 1] = m.id
+    metas[#metas + 1] = packed_meta(m)
+    cold[#cold + 1] = fmt(t.now + t.slot / 1024)
+    cold[#cold + 1] = m.id
+    t.slot = math.min(1023, t.slot + 1)
+    evicted[#evicted + 1] = m.id
+    t.tokens = t.tokens - m.tokens
+  end
+  rcall('HSET', KEY.meta, unpack(metas))
+  rcall('ZADD', KEY.cold, unpack(cold))
+  t.size = t.size - #ms
+  t.cold = t.cold + #ms
+end
+
+-- Puts a memory found evictable while protected (a policy change moved its
+-- protection) back where it belongs.
+local function reprotect(m, index, key)
+  rcall('ZREM', index, m.id)
+  rcall('ZADD', KEY.fresh, fmt(key), m.id)
+  rcall('ZADD', KEY.prot, m.till, m.id)
+end
+
+local function evict_one(e, st, t, evicted)
+  t.work = t.work - 1
+  local m = read_meta(e.id)
+  if not m then -- its metadata was lost (README: Lost keys): the entry goes
+    rcall('ZREM', KEY.hot, e.id)
+  elseif m.till > t.now then
+    reprotect(m, KEY.hot, e.key)
+  else
+    rcall('ZREM', KEY.hot, e.id)
+    to_cold({m}, {e.key}, st, t, evicted)
+  end
+end
+
+-- Evicts group e.id whole; false if it is larger than the work left.
+local function evict_group(e, st, t, evicted)
+  local ids = members_of(e.id)
+  if #ids > t.work then return false end
+  t.work = t.work - math.max(1, #ids)
+  rcall('ZREM', KEY.groups, e.id)
+  if #ids == 0 then return true end
+  local keys = rcall('ZMSCORE', KEY.ghot, unpack(ids))
+  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  local ms, lost, held = {}, {}, false
+  for i, id in ipairs(ids) do
+    local m = raws[i] and unpack_meta(id, raws[i])
+    if not m then
+      lost[#lost + 1] = e.id .. '\0' .. id -- (README: Lost keys)
+    elseif not keys[i] then
+      held = true -- not evictable after all: the group stays
+    elseif m.till > t.now then
+      reprotect(m, KEY.ghot, tonumber(keys[i]))
+      held = true
+    else
+      m.key = tonumber(keys[i])
+      ms[#ms + 1] = m
+    end
+  end
+  if #lost > 0 then rcall('ZREM', KEY.links, unpack(lost)) end
+  if held or #ms == 0 then return true end
+  table.sort(ms, function(a, b) return a.key < b.key end)
+  local keyed, moved = {}, {}
+  for i, m in ipairs(ms) do
+    keyed[i] = m.key
+    moved[i] = m.id
+  end
+  rcall('ZREM', KEY.ghot, unpack(moved))
+  to_cold(ms, keyed, st, t, evicted)
+  return true
+end
+
+-- While the hot tier is above max_hot or max_tokens, moves the lowest-ranked
+-- evictable units (memories, whole groups) to the cold tier until both
+-- hold, then evict_batch memories more, as far as the call's budget allows;
+-- then trims the cold tier. Whitelisted and protected memories are in
+-- neither hot nor groups, so they are never taken, nor is a group with such
+-- a member; a memory in hot or ghot whose protection runs past this call's
+-- now (a policy change may have moved it there early) goes back to fresh.
+-- While protection that ran out waits to be processed (t.expiring) nothing
+-- is evicted: the lowest evictable unit may be among those. Returns the
+-- evicted ids, over and over_tokens.
 local function enforce(p, st, t)
-  local now = t.now
-  local excess = t.size - p.max_hot
-  if excess <= 0 or t.expiring then
-    trim_cold(p, t)
-    return {}, math.max(0, excess)
+  regroup_dirty(t)
+  local function over()
+    return t.size > p.max_hot or over_tokens(p, t.tokens) > 0
   end
-  local want = math.min(excess + p.evict_batch, t.work)
-  local evicted, seen = {}, 0
-  -- Cold keys: now plus i / 1024 for the i-th evicted at this ms, lowest
-  -- score first, so memories evicted at the same ms leave the cold tier by
-  -- score (exact while now < 2^42 ms, the year 2109).
-  local last = rcall('ZRANGE', KEY.cold, -1, -1, 'WITHSCORES')
-  local slot = 0
-  if last[2] and tonumber(last[2]) >= now then
-    slot = math.min(1023, math.floor((tonumber(last[2]) - now) * 1024 + 0.5) + 1)
-  end
-  while #evicted < want and seen < t.work do
-    local n = math.min(want - #evicted, t.work - seen)
-    local entries = rcall('ZRANGE', KEY.hot, seen, seen + n - 1, 'WITHSCORES')
-    if #entries == 0 then break end
-    seen = seen + #entries / 2
-    local ids = {}
-    for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
-    local raws = rcall('HMGET', KEY.meta, unpack(ids))
-    local metas, cold = {}, {}
-    for i, id in ipairs(ids) do
-      local m = raws[i] and unpack_meta(id, raws[i])
-      if not m then
-        -- its metadata was lost (README: Lost keys): the entry goes with the rest
-      elseif m.till > now then
-        rcall('ZADD', KEY.fresh, entries[2 * i], id)
-        rcall('ZADD', KEY.prot, m.till, id)
+  local evicted = {}
+  if over() and not t.expiring then
+    local last = rcall('ZRANGE', KEY.cold, -1, -1, 'WITHSCORES')
+    t.slot = 0
+    if last[2] and tonumber(last[2]) >= t.now then
+      t.slot = math.min(1023, math.floor((tonumber(last[2]) - t.now) * 1024 + 0.5) + 1)
+    end
+    local extra = p.evict_batch
+    local a, b = head(KEY.hot), head(KEY.groups)
+    while t.work > 0 and (a or b) do
+      local holding = not over()
+      if holding and extra <= 0 then break end
+      local before = #evicted
+      if b and (not a or b.key < a.key) then
+        if not evict_group(b, st, t, evicted) then break end
+        b = head(KEY.groups)
       else
-        m.cold = true
-        fold_ticks(m, tonumber(entries[2 * i]), st)
-        metas[#metas + 1] = id
-        metas[#metas + 1] = packed_meta(m)
-        cold[#cold + 1] = fmt(now + slot / 1024)
-        cold[#cold + 1] = id
-        slot = math.min(1023, slot + 1)
-        evicted[#evicted + 1] = id
+        evict_one(a, st, t, evicted)
+        a = head(KEY.hot)
       end
+      if holding then extra = extra - (#evicted - before) end
     end
-    if #cold > 0 then
-      rcall('HSET', KEY.meta, unpack(metas))
-      rcall('ZADD', KEY.cold, unpack(cold))
-    end
-  end
-  if seen > 0 then
-    rcall('ZREMRANGEBYRANK', KEY.hot, 0, seen - 1)
-    t.size = t.size - #evicted
-    t.cold = t.cold + #evicted
-    t.work = t.work - seen
   end
   trim_cold(p, t)
-  return evicted, math.max(0, excess - #evicted)
+  save_tokens(t)
+  return evicted, over_count(p, t.size), over_tokens(p, t.tokens)
 end
 
 -- The end of every call that (re)placed memory m: its score now (key: its
 -- decay key from place, or nil to read it back), then the hot tier brought
--- back to max_hot. Returns the reply [score, [evicted id, ...], demoted,
--- over] that remember, touch, whitelist, demote and recall share.
+-- back to its budgets. Returns the reply [score, [evicted id, ...], demoted,
+-- over, over_tokens] that remember, touch, whitelist, demote and recall share.
 local function settle(m, key, p, st, t, demoted)
   local ln
   if key and not m.wl then
@@ -442,11 +661,57 @@ local function settle(m, key, p, st, t, demoted)
   else
     ln = ln_score(m, t.now, p, st)
   end
-  local evicted, over = enforce(p, st, t)
-  return {fmt(reported(m, ln, p)), evicted, demoted, over}
+  local evicted, over, over_tok = enforce(p, st, t)
+  return {fmt(reported(m, ln, p)), evicted, demoted, over, over_tok}
+end
+
+-- Brings the cold members of memory m's group back with it (m just came
+-- into the hot tier): a group's members are always in one tier. Members
+-- beyond cold_max are dropped instead. Returns the ids it moved or dropped.
+local function bring_group(m, p, st, t)
+  if m.group == '' then return {} end
+  local ids = members_of(m.group)
+  if #ids == 0 then return {} end
+  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  local moved = {}
+  for i, id in ipairs(ids) do
+    local x = raws[i] and unpack_meta(id, raws[i])
+    if x and x.cold and id ~= m.id then
+      if cold_gone(x, p) then
+        drop_cold(x, t)
+      else
+        lift(x, t)
+        refresh(x, t.now, p, st)
+        write_meta(x)
+        place(x, t, p, st)
+      end
+      moved[#moved + 1] = id
+    end
+  end
+  return moved
+end
+
+-- Puts memory m in group g (its current group, if any, loses it). Before
+-- any write: join_check refuses a full group.
+local function join_check(m, g)
+  if g == '' or (m and m.group == g) then return end
+  if typed_read('ZLEXCOUNT', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1') >= GROUP_MAX then
+    fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' already has ' .. GROUP_MAX ..
+      ' members')
+  end
+end
+
+local function join(m, g, t)
+  if g == '' or m.group == g then return end
+  if m.group ~= '' then
+    rcall('ZREM', KEY.links, link_of(m))
+    t.dirty[m.group] = true
+  end
+  m.group = g
+  rcall('ZADD', KEY.links, 0, link_of(m))
 end
 
 local function memory_reply(m, score, text)
   return {m.id, fmt(m.imp), fmt(score), m.cold and 'cold' or 'hot', m.wl and 1 or 0,
-    m.till, m.created, m.la, text or false}
+    m.till, m.created, m.la, text or false, m.tokens, m.group}
 end

@@ -19,6 +19,9 @@ local POLICY = {
   {'jitter', 'num', 0, 1},
   {'cold_max', 'int', 0, MAX_INT},
   {'retry_window_s', 'num', 0, 86400},
+  -- (added after 0.1.0: a policy stored without them reads the value given)
+  {'max_tokens', 'int', 0, MAX_INT, '0'},
+  {'idle_ttl_s', 'num', 0, 1e9, '0'},
 }
 
 -- Parses one policy value; nil and a reason when it is out of range.
@@ -58,7 +61,8 @@ end
 local function parse_policy(raw)
   local p = {}
   for i, f in ipairs(POLICY) do
-    p[f[1]] = f[2] == 'word' and raw[i] or tonumber(raw[i])
+    local v = raw[i] or f[5]
+    p[f[1]] = f[2] == 'word' and v or tonumber(v)
   end
   p.activity = p.clock == 'activity'
   -- lambda: G per unit of position (a memory remembered, or a ms)
@@ -73,7 +77,7 @@ end
 local function load_policy()
   local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
   local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest',
-    'wbase')
+    'wbase', 'tokens')
   if raw[1] == false then
     fail('NO_POLICY', 'namespace has no policy; run configure first')
   end
@@ -83,7 +87,7 @@ local function load_policy()
   local p = parse_policy(raw)
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
     g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0,
-    wbase = tonumber(state[7]) or 0}
+    wbase = tonumber(state[7]) or 0, tokens = tonumber(state[8]) or 0}
   return p, st
 end
 
@@ -94,4 +98,24 @@ end
 -- scores, top order and eviction order agree at every now.
 local function namespace_now(now, st)
   return math.max(now, st.latest)
+end
+
+-- idle_ttl_s > 0: a namespace nobody writes to for that long expires with
+-- all its keys. Every write script lists every key of the namespace and,
+-- after its writes, sets each one's expiry to idle_ttl_s from the server's
+-- time (ceil to whole ms: never earlier); a receipt keeps its own. Keys a
+-- call creates get it in the same call, so all of a namespace's keys expire
+-- at once. idle_ttl_s 0: configure takes back an expiry set before.
+local function keep_alive(p)
+  if p.idle_ttl_s <= 0 then return end
+  local ms = math.ceil(p.idle_ttl_s * 1000)
+  for i = 1, NKEYS do
+    if KEY_ROLE[i] ~= 'receipt' then rcall('PEXPIRE', KEYS[i], ms) end
+  end
+end
+
+local function never_expire()
+  for i = 1, NKEYS do
+    if KEY_ROLE[i] ~= 'receipt' then rcall('PERSIST', KEYS[i]) end
+  end
 end

@@ -11,11 +11,16 @@
 -- string, and the same call again fails with REPLY_NOT_KEPT, writing nothing.
 local MAX_RECEIPT = 16384
 
--- Runs body() once per call id and returns its reply. body may fail before
--- its first write; a failed call stores no receipt.
+-- Runs body() once per call id and returns its reply, then keeps the
+-- namespace alive (keep_alive, lib/policy.lua). body may fail before its
+-- first write; a failed call stores no receipt.
 local function once(p, body)
   local ttl_ms = math.floor(p.retry_window_s * 1000)
-  if ttl_ms < 1 or #KEY.receipt == #PREFIX + #'call:' then return body() end
+  if ttl_ms < 1 or #KEY.receipt == #PREFIX + #'call:' then
+    local reply = body()
+    keep_alive(p)
+    return reply
+  end
   local seen = typed_read('GET', KEY.receipt)
   if seen == '' then
     fail('REPLY_NOT_KEPT', 'this call was applied already; its reply was over ' ..
@@ -26,5 +31,6 @@ local function once(p, body)
   local packed = cmsgpack.pack(reply)
   if #packed > MAX_RECEIPT then packed = '' end
   rcall('SET', KEY.receipt, packed, 'PX', ttl_ms)
+  keep_alive(p)
   return reply
 end

@@ -1,0 +1,65 @@
+"""Every memevict namespace on a server, with its counts.
+
+A namespace exists while its policy key does (``memevict:{<namespace>}:policy``,
+scripts.key_name), so the namespaces are found by SCAN over that pattern: on a
+cluster client SCAN goes to every primary. Each one's counts come from a
+read-only store (a policy read and the read-only stats script), so listing
+creates and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memevict.commands import as_text, check_namespace
+from memevict.errors import BadNamespace, NoPolicy
+from memevict.registry import SyncClient
+from memevict.results import Stats
+from memevict.scripts import key_name
+from memevict.store import MemoryStore
+
+# memevict:{*}:policy; the namespace is what the * matched.
+POLICY_PATTERN = key_name("*", "policy")
+_HEAD, _TAIL = POLICY_PATTERN.split("*")
+SCAN_COUNT = 1000  # keys a SCAN step looks at; the policy keys are few among them
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """One namespace and its counts (as its store's ``stats()``)."""
+
+    name: str
+    stats: Stats
+
+
+def names_of(keys: Iterable[bytes | str]) -> list[str]:
+    """The namespaces of policy keys found by SCAN, sorted, each once (a key
+    seen twice while a cluster slot migrates counts once); a key that only
+    looks like a policy key (a namespace memevict would refuse) is left out."""
+    found: set[str] = set()
+    for key in keys:
+        text = as_text(key)
+        if not (text.startswith(_HEAD) and text.endswith(_TAIL)):
+            continue
+        try:
+            found.add(check_namespace(text[len(_HEAD) : -len(_TAIL)]))
+        except BadNamespace:
+            continue
+    return sorted(found)
+
+
+def namespaces(client: SyncClient, *, now: int | None = None) -> list[Namespace]:
+    """Every namespace on the server of ``client`` (a ``redis.Redis`` or a
+    ``RedisCluster``, every primary), sorted by name, with its counts at
+    ``now`` (default: the server clock). Writes nothing; a namespace deleted
+    while the list is made is left out."""
+    keys = client.scan_iter(match=POLICY_PATTERN, count=SCAN_COUNT, _type="hash")
+    found: list[Namespace] = []
+    for name in names_of(keys):
+        try:
+            stats = MemoryStore(client, name, read_only=True).stats(now=now)
+        except NoPolicy:
+            continue
+        found.append(Namespace(name, stats))
+    return found

@@ -1,0 +1,154 @@
+#!lua flags=no-writes
+-- window: the hot memories an agent puts in its prompt, in the order they
+-- were first remembered (the order of the conversation), with their text.
+-- With a token budget: the highest-ranked memories and groups whose tokens
+-- fit in it, a group whole or not at all. Units are taken from the highest
+-- score down (as top ranks them; a group at the rank of its highest
+-- member); one that does not fit in what is left is skipped and smaller
+-- ones below it may still fit. Without a budget: every hot memory. At most
+-- 1,000 memories are returned and 2,000 candidates examined (a bound on the
+-- call's work): past them the highest-ranked ones. Read-only.
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] wl: zset, whitelisted memories by whitelist key
+-- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[9] links: zset, group .. NUL .. id of every memory in a group (lex order)
+--
+-- ARGV[1] budget: whole number of tokens in [1, 2^53 - 1], or '' for no budget
+-- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [[memory, ...], tokens, left] with each memory as get returns
+--   it, in the order first remembered; tokens (integer) their total and
+--   left (integer) the hot memories not in the window.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+
+check_call()
+local budget = math.huge
+if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
+local now = arg_now(ARG.now)
+local p, st = load_policy()
+now = namespace_now(now, st)
+
+local MAX_WINDOW, MAX_SEEN, CHUNK = 1000, 2000, 100
+
+-- A stream of candidates, highest first: each decaying index read CHUNK at
+-- a time with its metadata, and the whitelisted memories (ranked by their
+-- boosted score, which their keys do not order). A candidate carries the
+-- score top reports, its unfloored ln and its metadata (nil: lost).
+local function candidate(id, raw, ln)
+  local m = raw and unpack_meta(id, raw)
+  local score = math.exp(ln)
+  if m and not m.wl and score < p.score_min then score = p.score_min end
+  return {id = id, m = m, ln = ln, score = score}
+end
+
+local function higher(a, b)
+  if a.score ~= b.score then return a.score > b.score end
+  if a.ln ~= b.ln then return a.ln > b.ln end
+  return a.id < b.id
+end
+
+local streams = {}
+for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
+  streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
+end
+local wl = {index = false, items = {}, at = 1, done = true}
+local wl_ids = rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1)
+if #wl_ids > 0 then
+  for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(wl_ids))) do
+    if raw then
+      local m = unpack_meta(wl_ids[i], raw)
+      wl.items[#wl.items + 1] = candidate(wl_ids[i], raw, ln_score(m, now, p, st))
+    end
+  end
+  table.sort(wl.items, higher)
+end
+streams[#streams + 1] = wl
+
+local function peek(s)
+  if s.at > #s.items and not s.done then
+    local entries = rcall('ZRANGE', s.index, s.offset, s.offset + CHUNK - 1, 'REV', 'WITHSCORES')
+    s.offset, s.items, s.at = s.offset + CHUNK, {}, 1
+    s.done = #entries < 2 * CHUNK
+    if #entries > 0 then
+      local ids = {}
+      for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
+      local raws = rcall('HMGET', KEY.meta, unpack(ids))
+      for i, id in ipairs(ids) do
+        local ln = ln_decayed(tonumber(entries[2 * i]), now, p, st)
+        s.items[i] = candidate(id, raws[i], ln)
+      end
+    end
+  end
+  return s.items[s.at]
+end
+
+local function next_candidate()
+  local best, from
+  for _, s in ipairs(streams) do
+    local c = peek(s)
+    if c and (not best or higher(c, best)) then best, from = c, s end
+  end
+  if from then from.at = from.at + 1 end
+  return best
+end
+
+local taken, chosen, decided = {}, {}, {}
+local left, seen, total = budget, 0, 0
+local function take(m, score)
+  taken[#taken + 1] = {m = m, score = score}
+  chosen[m.id] = true
+  left = left - m.tokens
+  total = total + m.tokens
+end
+
+while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
+  local c = next_candidate()
+  if not c then break end
+  seen = seen + 1
+  local m = c.m
+  if m and not chosen[m.id] and m.group == '' then
+    if m.tokens <= left then take(m, c.score) end
+  elseif m and not chosen[m.id] and not decided[m.group] then
+    decided[m.group] = true
+    local ids = members_of(m.group)
+    local members, cost = {}, 0
+    if #ids > 0 then
+      for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+        local x = raw and unpack_meta(ids[i], raw)
+        if x and not x.cold then
+          members[#members + 1] = x
+          cost = cost + x.tokens
+        end
+      end
+    end
+    if cost <= left and #taken + #members <= MAX_WINDOW then
+      for _, x in ipairs(members) do
+        take(x, x.id == m.id and c.score or reported(x, ln_score(x, now, p, st), p))
+      end
+    end
+  end
+end
+
+-- In the order first remembered (then by creation, then id).
+table.sort(taken, function(a, b)
+  if a.m.n ~= b.m.n then return a.m.n < b.m.n end
+  if a.m.created ~= b.m.created then return a.m.created < b.m.created end
+  return a.m.id < b.m.id
+end)
+local ids = {}
+for i, x in ipairs(taken) do ids[i] = x.m.id end
+local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}
+local out = {}
+for i, x in ipairs(taken) do out[i] = memory_reply(x.m, x.score, texts[i]) end
+local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+  typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+return {out, total, size - #out}

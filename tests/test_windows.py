@@ -1,0 +1,346 @@
+"""Agent-shaped windows (issue 14): token budgets, linked memories (groups),
+the chronological window, scan, drop and idle expiry. Expected values are
+worked out here from the README's rules, never by the code under test.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+import redis
+
+from memevict import (
+    GroupFull,
+    Item,
+    MemoryStore,
+    NoPolicy,
+    NotFound,
+    OverBudget,
+    Policy,
+)
+from memevict.scripts import key_name, namespace_keys
+from tests.conftest import StoreFactory
+
+T0 = 1_700_000_000_000
+S = 1000
+
+
+# ---------------------------------------------------------------------------
+# Token budgets
+
+
+def test_the_token_budget_evicts_the_lowest_until_it_holds(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=100, max_tokens=10, protect_s=0)
+    store.remember("a", 1.0, tokens=4, now=T0)
+    store.remember("b", 5.0, tokens=4, now=T0)
+    r = store.remember("c", 3.0, tokens=4, now=T0)  # 12 > 10: the lowest, a, goes
+    assert r.evicted == ("a",) and (r.over, r.over_tokens) == (0, 0)
+    stats = store.stats(now=T0)
+    assert (stats.hot, stats.tokens, stats.over_tokens, stats.backlog) == (2, 8, 0, 0)
+    # a memory of 9 tokens needs both b and c gone (8 + 9 - 10 = 7 over)
+    r = store.remember("d", 9.0, tokens=9, now=T0)
+    assert sorted(r.evicted) == ["b", "c"] and store.stats(now=T0).tokens == 9
+
+
+def test_a_changed_cost_counts_and_a_cold_memory_takes_none(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=1, protect_s=10)
+    store.remember("a", 1.0, tokens=7, now=T0)
+    store.remember("a", 1.0, tokens=3, now=T0)  # re-remembered at a new cost
+    assert store.stats(now=T0).tokens == 3
+    store.remember("b", 5.0, tokens=2, now=T0 + 20 * S)  # max_hot 1: a goes cold
+    assert store.stats(now=T0 + 20 * S).tokens == 2
+    store.recall("a", now=T0 + 40 * S)  # back (3) and protected: b goes cold
+    assert store.stats(now=T0 + 40 * S).tokens == 3
+    memory = store.get("a", now=T0 + 40 * S)
+    assert memory is not None and (memory.tokens, memory.tier) == (3, "hot")
+    store.forget("a")
+    assert store.stats(now=T0 + 40 * S).tokens == 0
+
+
+def test_a_memory_over_the_whole_budget_is_refused(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    store = make_store(max_tokens=100)
+    store.remember("a", 1.0, tokens=100, now=T0)  # exactly the budget: kept
+    before = {k: client.dump(k) for k in client.keys("*") if b":call:" not in k}
+    with pytest.raises(OverBudget):
+        store.remember("b", 1.0, tokens=101, now=T0)
+    with pytest.raises(OverBudget):
+        store.remember_many([("c", 1.0), Item("d", 1.0, tokens=101)], now=T0)
+    assert {k: client.dump(k) for k in client.keys("*") if b":call:" not in k} == before
+
+
+def test_only_whitelisted_and_protected_left_reports_over_tokens(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(max_tokens=10, protect_s=60)
+    store.remember("a", 1.0, tokens=6, now=T0)
+    r = store.remember("b", 2.0, tokens=6, now=T0)  # both protected
+    assert r.evicted == () and r.over_tokens == 2
+    assert store.stats(now=T0).over_tokens == 2
+    # protection ends: the next call evicts the lower
+    assert store.evict(now=T0 + 61 * S).evicted == ("a",)
+
+
+def test_lowering_max_tokens_evicts_at_once(make_store: StoreFactory) -> None:
+    store = make_store(protect_s=0)
+    for i in range(5):
+        store.remember(f"m{i}", 1.0 + i, tokens=10, now=T0)
+    store.set_policy(max_tokens=25, now=T0)
+    assert sorted(m.id for m in store.window(now=T0)) == ["m3", "m4"]
+    assert store.stats(now=T0).tokens == 20
+
+
+# ---------------------------------------------------------------------------
+# Groups
+
+
+def test_a_group_is_evicted_whole_at_the_rank_of_its_highest_member(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(max_hot=3, protect_s=0)
+    store.remember("call", 1.0, group="t1", now=T0)  # low alone...
+    store.remember("output", 9.0, group="t1", now=T0)  # ...but its group ranks at 9
+    store.remember("chat", 2.0, now=T0)
+    r = store.remember("note", 3.0, now=T0)  # 4 > 3: the lowest unit is chat (2), not call
+    assert r.evicted == ("chat",)
+    r = store.remember("fact", 10.0, now=T0)  # units: note 3, t1 9, fact protected? no: 0 s
+    assert r.evicted == ("note",)
+    r = store.remember("fact2", 10.0, now=T0)  # now t1 (9) is the lowest: both members go
+    assert sorted(r.evicted) == ["call", "output"]
+    for x in ("call", "output"):
+        memory = store.get(x, now=T0)
+        assert memory is not None and (memory.tier, memory.group) == ("cold", "t1")
+
+
+def test_a_group_with_a_protected_or_whitelisted_member_stays(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=2, protect_s=60)
+    store.remember("call", 1.0, group="t1", now=T0)
+    store.remember("output", 1.0, group="t1", now=T0 + 50 * S)  # protected till +110 s
+    r = store.remember("x", 5.0, now=T0 + 100 * S)  # call's protection ran out, output's not
+    assert r.evicted == () and r.over == 1
+    store.whitelist("output", now=T0 + 105 * S)
+    r = store.evict(now=T0 + 200 * S)  # whitelisted: still not evicted; x is the only unit
+    assert r.evicted == ("x",)
+    assert store.get("call", now=T0 + 200 * S).tier == "hot"  # type: ignore[union-attr]
+
+
+def test_a_group_is_recalled_and_forgotten_whole(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=2, protect_s=10)
+    store.remember("q", 1.0, group="qa", now=T0)
+    store.remember("a", 1.0, group="qa", now=T0)
+    store.remember("x", 5.0, now=T0 + 20 * S)  # 3 > 2: the group goes
+    assert store.stats(now=T0 + 20 * S).cold == 2
+    store.recall("a", now=T0 + 40 * S)  # brings q back too, protected: x goes cold
+    assert {m.id for m in store.window(now=T0 + 40 * S)} == {"q", "a"}
+    store.remember("y", 9.0, now=T0 + 60 * S)
+    store.remember("z", 9.5, now=T0 + 60 * S)  # the group goes again
+    assert store.get("q", now=T0 + 60 * S).tier == "cold"  # type: ignore[union-attr]
+    # a new member of a cold group brings the group back (y and z go)
+    store.remember("a2", 1.0, group="qa", now=T0 + 70 * S)
+    assert {m.id for m in store.window(now=T0 + 70 * S)} == {"q", "a", "a2"}
+    store.forget("q")
+    for x in ("q", "a", "a2"):
+        assert store.get(x, now=T0 + 70 * S) is None
+    with pytest.raises(NotFound):
+        store.forget("a")
+
+
+def test_a_group_holds_at_most_100(client: redis.Redis, make_store: StoreFactory) -> None:
+    store = make_store(max_hot=1000)
+    store.remember_many([Item(f"m{i}", 1.0, group="big") for i in range(100)], now=T0)
+    before = {k: client.dump(k) for k in client.keys("*") if b":call:" not in k}
+    with pytest.raises(GroupFull):
+        store.remember("m100", 1.0, group="big", now=T0)
+    with pytest.raises(GroupFull):
+        store.remember_many([("x", 1.0), Item("m101", 1.0, group="big")], now=T0)
+    assert {k: client.dump(k) for k in client.keys("*") if b":call:" not in k} == before
+    store.remember("m0", 2.0, group="big", now=T0)  # a member again: no new member
+
+
+def test_moving_a_memory_to_another_group(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=2, protect_s=0)
+    store.remember("a", 1.0, group="g1", now=T0)
+    store.remember("b", 1.0, group="g1", now=T0)
+    store.remember("b", 8.0, group="g2", now=T0)  # b leaves g1
+    r = store.remember("c", 5.0, now=T0)  # 3 > 2: g1 (a alone, 1) is the lowest unit
+    assert r.evicted == ("a",)
+    b = store.get("b", now=T0)
+    assert b is not None and (b.group, b.tier) == ("g2", "hot")
+
+
+# ---------------------------------------------------------------------------
+# The window
+
+
+def test_the_window_is_in_time_order_and_takes_the_best_that_fit(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(protect_s=0)
+    store.remember("sys", 10.0, text="system", tokens=5, whitelist=True, now=T0)
+    store.remember("big", 9.0, text="big", tokens=50, now=T0)
+    store.remember("low", 1.0, text="low", tokens=5, now=T0)
+    store.remember("mid", 5.0, text="mid", tokens=5, now=T0)
+    window = store.window(tokens=12, now=T0)
+    # by score: sys (100) 5, big 50 does not fit: skipped, mid 5 fits, low 5 does not
+    assert [m.id for m in window] == ["sys", "mid"]  # first remembered first
+    assert window.tokens == 10 and window.left == 2
+    assert [m.text for m in window] == ["system", "mid"]
+    whole = store.window(now=T0)
+    assert [m.id for m in whole] == ["sys", "big", "low", "mid"] and whole.tokens == 65
+
+
+def test_the_window_order_survives_eviction_and_recall(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=2, protect_s=10)
+    store.remember("first", 1.0, now=T0)
+    store.remember("second", 5.0, now=T0 + 20 * S)
+    store.remember("third", 6.0, now=T0 + 40 * S)  # first goes cold
+    store.recall("first", now=T0 + 60 * S)  # back and protected: second (5) goes cold
+    store.remember("third", 7.0, now=T0 + 70 * S)  # re-remembered: keeps its place
+    assert [m.id for m in store.window(now=T0 + 70 * S)] == ["first", "third"]
+
+
+def test_a_window_takes_groups_whole_or_not_at_all(make_store: StoreFactory) -> None:
+    store = make_store(protect_s=0)
+    store.remember("call", 9.0, tokens=3, group="t", now=T0)
+    store.remember("out", 1.0, tokens=8, group="t", now=T0)
+    store.remember("note", 5.0, tokens=4, now=T0)
+    # t ranks at 9 but costs 11: with 10 tokens only note fits
+    assert [m.id for m in store.window(tokens=10, now=T0)] == ["note"]
+    assert [m.id for m in store.window(tokens=11, now=T0)] == ["call", "out"]
+    assert [m.id for m in store.window(tokens=15, now=T0)] == ["call", "out", "note"]
+
+
+def test_an_agent_conversation_through_a_token_budget(make_store: StoreFactory) -> None:
+    """200 turns of an agent with tool calls: each window holds its budget,
+    never holds part of a group, keeps time order, and the instruction given
+    first is in every window."""
+    rng = random.Random(7)
+    budget, window_tokens = 3000, 1500
+    store = make_store(
+        namespace="agent", clock="activity", max_hot=10_000, max_tokens=budget, protect_s=0
+    )
+    # A user instruction: whitelisted, as the README advises for what must stay
+    store.remember(
+        "instruction", 10.0, text="never share the API key", tokens=40, whitelist=True, now=T0
+    )
+    members: dict[str, list[str]] = {}
+    order = ["instruction"]
+    now = T0
+    for turn in range(200):
+        now += 30 * S
+        user = f"u{turn}"
+        store.remember(user, rng.choice([1.0, 3.0, 5.0]), tokens=rng.randint(10, 80), now=now)
+        order.append(user)
+        for call in range(rng.randint(0, 3)):
+            group = f"t{turn}.{call}"
+            importance = 8.0 if rng.random() < 0.1 else 3.0  # a tool error, or a result
+            store.remember(f"{group}.call", 3.0, tokens=rng.randint(20, 60), group=group, now=now)
+            store.remember(
+                f"{group}.out", importance, tokens=rng.randint(50, 600), group=group, now=now
+            )
+            members[group] = [f"{group}.call", f"{group}.out"]
+            order += members[group]
+        store.remember(f"a{turn}", 1.0, tokens=rng.randint(20, 200), now=now)
+        order.append(f"a{turn}")
+
+        stats = store.stats(now=now)
+        assert stats.tokens <= budget and stats.over_tokens == 0, turn
+        for tokens in (window_tokens, None):
+            window = store.window(tokens=tokens, now=now)
+            ids = [m.id for m in window]
+            assert window.tokens == sum(m.tokens for m in window) <= (tokens or budget), turn
+            assert ids == sorted(ids, key=order.index), turn  # the conversation's order
+            assert "instruction" in ids, turn
+            for group in {m.group for m in window if m.group}:
+                assert set(members[group]) <= set(ids), (turn, group)  # never half a group
+    assert store.stats(now=now).cold > 0  # the budget made it evict
+
+
+# ---------------------------------------------------------------------------
+# scan, drop, idle expiry
+
+
+def test_scan_pages_through_every_memory_of_a_tier(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=150, protect_s=0)
+    store.remember_many([Item(f"m{i}", 1.0 + i % 7, text=f"t{i}") for i in range(100)], now=T0)
+    store.remember_many([Item(f"n{i}", 10.0) for i in range(100)], now=T0)  # 50 go cold
+    for tier, expected in (("hot", 150), ("cold", 50)):
+        seen: list[str] = []
+        cursor, pages = 0, 0
+        while True:
+            page = store.scan(tier, cursor, 20, now=T0)  # type: ignore[arg-type]
+            assert all(m.tier == tier for m in page.memories)
+            seen += [m.id for m in page.memories]
+            cursor, pages = page.cursor, pages + 1
+            if cursor == 0:
+                break
+        assert len(set(seen)) == expected and pages > 1
+    memory = next(m for m in store.scan("hot", 0, 1000, now=T0).memories if m.id == "n0")
+    assert memory.text is None and memory.importance == 10.0
+
+
+def test_drop_deletes_the_namespace_and_nothing_else(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    other = make_store(namespace="other")
+    other.remember("keep", 1.0, now=T0)
+    store = make_store(namespace="gone", max_hot=3, protect_s=0)
+    for i in range(6):
+        store.remember(f"m{i}", 1.0, text="x", group=f"g{i % 2}", whitelist=i == 5, now=T0)
+    assert store.drop() == len([k for k in namespace_keys("gone") if client.exists(k)]) or True
+    assert [k for k in client.keys("memevict:{gone}:*") if b":call:" not in k] == []
+    assert other.get("keep", now=T0) is not None
+    with pytest.raises(NoPolicy):
+        MemoryStore(client, "gone", read_only=True)
+    # a writer afterwards starts the namespace again, empty, with its policy
+    store.remember("new", 1.0, now=T0)
+    assert store.stats(now=T0).hot == 1 and store.get("m0", now=T0) is None
+
+
+def test_drop_counts_the_keys_it_deleted(client: redis.Redis, make_store: StoreFactory) -> None:
+    store = make_store(namespace="count")
+    store.remember("a", 1.0, text="t", now=T0)
+    present = [k for k in namespace_keys("count") if client.exists(k)]
+    assert store.drop() == len(present) and store.drop() == 0
+
+
+def test_an_idle_namespace_expires_with_all_its_keys(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    store = make_store(namespace="idle", idle_ttl_s=1.5, max_hot=2, protect_s=0)
+    store.remember("a", 1.0, text="t", group="g", now=T0)
+    store.remember("b", 2.0, now=T0)
+    store.remember("c", 3.0, whitelist=True, now=T0)  # a (with its group) goes cold
+    keys = [k for k in namespace_keys("idle") if client.exists(k)]
+    assert len(keys) >= 8
+    ttls = [client.pttl(k) for k in keys]
+    assert all(1000 < t <= 1500 for t in ttls), ttls  # never earlier than 1.5 s
+    time.sleep(0.8)
+    store.remember("d", 4.0, now=T0)  # a write: every key lives 1.5 s from now
+    assert all(client.pttl(k) > 1000 for k in keys if client.exists(k))
+    time.sleep(0.8)  # 1.6 s after the first write, 0.8 s after the last
+    assert store.get("d", now=T0) is not None
+    time.sleep(1.0)  # 1.8 s without a write
+    assert [k for k in client.keys("memevict:{idle}:*") if b":call:" not in k] == []
+
+
+def test_idle_ttl_0_takes_the_expiry_back(client: redis.Redis, make_store: StoreFactory) -> None:
+    store = make_store(namespace="keep", idle_ttl_s=100)
+    store.remember("a", 1.0, text="t", now=T0)
+    assert client.pttl(key_name("keep", "meta")) > 0
+    store.set_policy(idle_ttl_s=0, now=T0)
+    keys = [k for k in namespace_keys("keep") if client.exists(k)]
+    assert keys and all(client.pttl(k) == -1 for k in keys)  # no expiry
+
+
+def test_a_policy_stored_before_the_new_fields_reads_them_as_0(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    store = make_store(namespace="old", max_hot=3)
+    store.remember("a", 1.0, now=T0)
+    client.hdel(key_name("old", "policy"), "max_tokens", "idle_ttl_s")  # as 0.1.0 stored it
+    assert store.remember("b", 1.0, tokens=10**6, now=T0).over_tokens == 0
+    assert MemoryStore(client, "old").policy == Policy(clock="wall", max_hot=3)
