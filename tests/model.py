@@ -44,6 +44,10 @@ class Unknown(Exception):
     """The id is unknown: the store raises NotFound."""
 
 
+class TooCostly(Exception):
+    """A memory costs more than max_tokens: the store raises OverBudget."""
+
+
 @dataclass
 class Mem:
     """One memory as the model sees it."""
@@ -72,6 +76,9 @@ class Mem:
     in_prot: bool = False
     cold_since: int = 0  # when it entered the cold tier: the cold tier's LRU order
     cold_order: int = 0  # and the order of entry: the same ms leaves lowest score first
+    tokens: int = 1  # its cost in the token budget (README rule 10)
+    group: str | None = None  # linked memories (README rule 11)
+    order: int = 0  # the remember that first made it: the window's order (rule 12)
 
 
 def jitter_offset(n: int, scale: float) -> float:
@@ -209,32 +216,81 @@ class Model:
     def _evictable(self) -> list[Mem]:
         return [m for m in self.hot() if not m.whitelisted and not m.in_fresh]
 
+    def members(self, m: Mem) -> list[Mem]:
+        """m's group (m alone if it is in none)."""
+        if m.group is None:
+            return [m]
+        return [x for x in self.memories.values() if x.group == m.group]
+
+    def units(self) -> list[list[Mem]]:
+        """What eviction can take: each evictable memory in no group, and each
+        group whose members are all evictable (README rule 11)."""
+        evictable = {m.id for m in self._evictable()}
+        out: list[list[Mem]] = []
+        seen: set[str] = set()
+        for m in self._evictable():
+            if m.group is None:
+                out.append([m])
+            elif m.group not in seen:
+                seen.add(m.group)
+                group = self.members(m)
+                if all(x.id in evictable for x in group):
+                    out.append(group)
+        return out
+
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.hot())
+
     def _over(self) -> int:
         return max(0, len(self.hot()) - self.policy.max_hot)
 
+    def _over_tokens(self) -> int:
+        if not self.policy.max_tokens:
+            return 0
+        return max(0, self.tokens() - self.policy.max_tokens)
+
     def _enforce(self, now: int) -> tuple[tuple[str, ...], int]:
-        """Hot tier over max_hot: the lowest evictable (plus evict_batch) go cold."""
-        excess = len(self.hot()) - self.policy.max_hot
-        if excess <= 0:
+        """Hot tier over max_hot or max_tokens: the lowest-ranked units (a
+        group at its highest member's score) go cold until both hold, then
+        evict_batch memories more."""
+
+        def over() -> bool:
+            return self._over() > 0 or self._over_tokens() > 0
+
+        if not over():
             return (), 0
-        n = excess + self.policy.evict_batch
-        gone = lowest(self._evictable(), n, lambda m: self.ln_score(m, now))
-        for m in gone:  # lowest first
-            self._keep_ticks(m)
-            m.cold = True
-            m.in_fresh = m.in_prot = False
-            m.cold_since = now
-            self.evictions += 1
-            m.cold_order = self.evictions
-        if gone:
-            self._trim_cold()
-        return tuple(m.id for m in gone), max(0, excess - len(gone))
+        rank = {u[0].id: max(self.ln_score(x, now) for x in u) for u in self.units()}
+        units = ranked((u[0] for u in self.units()), lambda m: rank[m.id])
+        gone: list[Mem] = []
+        extra = self.policy.evict_batch
+        for i, first in enumerate(units):
+            holding = not over()
+            if holding and extra <= 0:
+                break
+            if i + 1 < len(units) and rank[units[i + 1].id] - rank[first.id] < NEAR_TIE:
+                raise NearTie(f"{first.id} and {units[i + 1].id}")
+            group = sorted(self.members(first), key=lambda m: self.ln_score(m, now))
+            for m in group:  # lowest first
+                self._keep_ticks(m)
+                m.cold = True
+                m.in_fresh = m.in_prot = False
+                m.cold_since = now
+                self.evictions += 1
+                m.cold_order = self.evictions
+                gone.append(m)
+            if holding:
+                extra -= len(group)
+        self._trim_cold()
+        return tuple(m.id for m in gone), self._over()
 
     def _trim_cold(self) -> None:
-        """The cold tier keeps its cold_max most recently evicted memories."""
+        """The cold tier keeps its cold_max most recently evicted memories; a
+        memory dropped takes the cold rest of its group along."""
         order = self.cold_order()
         for m in order[: max(0, len(order) - self.policy.cold_max)]:
-            del self.memories[m.id]
+            for x in self.members(m):
+                if x.cold:
+                    self.memories.pop(x.id, None)
 
     def cold_order(self) -> list[Mem]:
         """Cold memories, least recently evicted first (the first to go)."""
@@ -260,27 +316,48 @@ class Model:
 
     # Operations, one per script, with the store's return values
 
+    def _bring_group(self, m: Mem, now: int) -> None:
+        """m came into the hot tier: the cold rest of its group comes too."""
+        for x in self.members(m):
+            if x.cold:
+                self._refresh(x, now)
+                self._place(x, now)
+
     def remember(
-        self, id: str, importance: float, text: str | None, whitelist: bool, now: int
+        self,
+        id: str,
+        importance: float,
+        text: str | None,
+        whitelist: bool,
+        now: int,
+        tokens: int = 1,
+        group: str | None = None,
     ) -> Remembered:
+        if self.policy.max_tokens and tokens > self.policy.max_tokens:
+            raise TooCostly(id)
         now = self._write_at(now)
         self._expire_protection(now)
         self.seq += 1
         m = self.memories.get(id)
         if m is None:
             m = Mem(id, importance, 0.0, created=now, last_access=now, protected_until=now)
+            m.order = self.seq
             self.memories[id] = m
         m.importance = importance
+        m.tokens = tokens
+        if group is not None:
+            m.group = group
         m.jitter = jitter_offset(self.seq, self.policy.jitter)
         m.whitelisted = m.whitelisted or whitelist
         if text is not None:
             m.text = text
         self._refresh(m, now)
         self._place(m, now)
+        self._bring_group(m, now)
         demoted = self._cap_whitelist(now) if whitelist else ()
         score = self.score(m, now)
         evicted, over = self._enforce(now)
-        return Remembered(id, score, evicted, demoted, over)
+        return Remembered(id, score, evicted, demoted, over, self._over_tokens())
 
     def touch(self, id: str, now: int) -> Remembered | None:
         m = self._known(id)
@@ -292,7 +369,7 @@ class Model:
         self._place(m, now)
         score = self.score(m, now)
         evicted, over = self._enforce(now)
-        return Remembered(id, score, evicted, (), over)
+        return Remembered(id, score, evicted, (), over, self._over_tokens())
 
     def decay(self, rate: float) -> None:
         self.decay_sum += math.log(rate)
@@ -302,34 +379,39 @@ class Model:
         self._expire_protection(now)
         demoted = self._cap_whitelist(now)
         evicted, over = self._enforce(now)
-        return Evicted(evicted, demoted, over, self.stats(now).backlog)
+        return Evicted(evicted, demoted, over, self.stats(now).backlog, self._over_tokens())
 
     def whitelist(self, id: str, now: int) -> Remembered:
         m = self._known(id)
         now = self._write_at(now)
         self._expire_protection(now)
+        was_cold = m.cold
         if m.cold:  # recalled first
             self._refresh(m, now)
         elif not m.whitelisted:
             self._keep_ticks(m)
         m.whitelisted = True
         self._place(m, now)
+        if was_cold:
+            self._bring_group(m, now)
         demoted = self._cap_whitelist(now)
         score = self.score(m, now)
         evicted, over = self._enforce(now)
-        return Remembered(id, score, evicted, demoted, over)
+        return Remembered(id, score, evicted, demoted, over, self._over_tokens())
 
     def demote(self, id: str, now: int) -> Remembered:
         m = self._known(id)
         if not m.whitelisted:  # left alone: nothing changes, nothing is evicted
-            return Remembered(id, self.score(m, self.clock(now)), (), (), self._over())
+            return Remembered(
+                id, self.score(m, self.clock(now)), (), (), self._over(), self._over_tokens()
+            )
         now = self._write_at(now)
         self._expire_protection(now)
         m.whitelisted = False
         self._place(m, now)
         score = self.score(m, now)
         evicted, over = self._enforce(now)
-        return Remembered(id, score, evicted, (id,), over)
+        return Remembered(id, score, evicted, (id,), over, self._over_tokens())
 
     def recall(self, id: str, now: int) -> Remembered:
         m = self._known(id)
@@ -337,13 +419,14 @@ class Model:
         self._expire_protection(now)
         self._refresh(m, now)
         self._place(m, now)
+        self._bring_group(m, now)
         score = self.score(m, now)
         evicted, over = self._enforce(now)
-        return Remembered(id, score, evicted, (), over)
+        return Remembered(id, score, evicted, (), over, self._over_tokens())
 
     def forget(self, id: str) -> None:
-        self._known(id)
-        del self.memories[id]
+        for m in self.members(self._known(id)):  # with its group
+            del self.memories[m.id]
 
     def set_policy(self, policy: Policy, now: int) -> None:
         """A new policy from now: a new era of the clock, then the lower caps
@@ -372,6 +455,8 @@ class Model:
             created=m.created,
             last_access=m.last_access,
             text=m.text,
+            tokens=m.tokens,
+            group=m.group,
         )
 
     def top_groups(self, now: int) -> list[list[str]]:
@@ -409,7 +494,46 @@ class Model:
             # The model's stores are far smaller than a call's work budget, so
             # the only work left to later calls is protection that ran out
             # since the last call that moved memories.
-            backlog=sum(m.in_prot and m.protected_until <= now for m in hot),
-            tokens=len(hot),  # (every memory of the model costs one token)
-            over_tokens=0,
+            backlog=sum(m.in_prot and m.protected_until <= now for m in hot) + self._due(),
+            tokens=self.tokens(),
+            over_tokens=self._over_tokens(),
         )
+
+    def _due(self) -> int:
+        """Evictions still due (README: stats): at least one per budget
+        exceeded while something is evictable, a group counting once. A call
+        leaves some only when protection ran out after it."""
+        units = len(self.units())
+        if not units:
+            return 0
+        return max(min(self._over(), units), 1 if self._over_tokens() else 0)
+
+    def window(self, tokens: int | None, now: int) -> list[str]:
+        """The window's ids in the order first remembered (README rule 12):
+        candidates by reported score, a group taken whole at its first
+        (highest) member if it fits, any that does not fit skipped."""
+        now = self.clock(now)
+        left = math.inf if tokens is None else tokens
+        order = [m for run in self.top_groups(now) for m in run]
+        if tokens is not None:
+            for run in self.top_groups(now):
+                if len(run) > 1:
+                    raise NearTie(" and ".join(run))
+        chosen: list[Mem] = []
+        decided: set[str] = set()
+        for memory_id in order:
+            m = self.memories[memory_id]
+            if left <= 0:
+                break
+            if m.group is None:
+                if m.tokens <= left:
+                    chosen.append(m)
+                    left -= m.tokens
+            elif m.group not in decided:
+                decided.add(m.group)
+                group = [x for x in self.members(m) if not x.cold]
+                cost = sum(x.tokens for x in group)
+                if cost <= left:
+                    chosen += group
+                    left -= cost
+        return [m.id for m in sorted(chosen, key=lambda m: (m.order, m.created, m.id))]

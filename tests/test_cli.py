@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from memevict import MemoryStore, PermissionDenied, Policy
 from memevict.cli import main
 from memevict.functions import library
+from memevict.results import Memory, ScanPage
 from memevict.scripts import specs
 from tests.servers import Server
 
@@ -279,7 +281,20 @@ def test_evict_drains_the_whole_backlog(server: Server, client: redis.Redis) -> 
     assert store.stats().backlog == 0 and store.stats().hot == 10
 
 
-@pytest.mark.parametrize("command", [["stats"], ["get", "x"], ["top"], ["policy"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats"],
+        ["get", "x"],
+        ["top"],
+        ["policy"],
+        ["window"],
+        ["window", "--tokens", "10", "--json"],
+        ["scan"],
+        ["scan", "--tier", "cold", "--all", "--json"],
+        ["drop", "--yes"],
+    ],
+)
 def test_reads_of_a_namespace_that_does_not_exist_create_nothing(
     server: Server, client: redis.Redis, command: list[str]
 ) -> None:
@@ -324,3 +339,208 @@ def test_every_command_has_json() -> None:
         if not any("--json" in param.opts for param in command.params)
     ]
     assert missing == []
+
+
+def test_remember_with_tokens_and_a_group(server: Server, client: redis.Redis) -> None:
+    code, out = run(server, "remember", "a", "-i", "2", "--tokens", "7", "--group", "chat",
+                    "--text", "hello", "--now", T0)  # fmt: skip
+    assert code == 0, out
+    code, out = run(server, "get", "a", "--now", T0, "--json")
+    memory = json.loads(out)
+    assert code == 0 and (memory["tokens"], memory["group"]) == (7, "chat"), out
+    code, out = run(server, "get", "a", "--now", T0)
+    assert code == 0 and "  tokens=7  group=chat  hot" in out, out
+    # remembered again without --group: it keeps its group; tokens are replaced
+    assert run(server, "remember", "a", "-i", "2", "--tokens", "3", "--now", T0)[0] == 0
+    memory = json.loads(run(server, "get", "a", "--now", T0, "--json")[1])
+    assert (memory["tokens"], memory["group"]) == (3, "chat")
+    code, out = run(server, "remember", "b", "-i", "1", "--now", T0, "--json")
+    assert json.loads(run(server, "get", "b", "--json")[1])["tokens"] == 1  # the default
+    assert json.loads(out)["over_tokens"] == 0
+    code, out = run(server, "remember", "c", "-i", "1", "--tokens", "0")
+    assert code != 0 and len(out.strip().splitlines()) == 1 and "BadTokens" in out, out
+
+
+def test_policy_token_budget_and_idle_expiry(server: Server, client: redis.Redis) -> None:
+    code, out = run(server, "policy", "--max-tokens", "5", "--idle-ttl-s", "60", "--json")
+    assert code == 0, out
+    assert (json.loads(out)["max_tokens"], json.loads(out)["idle_ttl_s"]) == (5, 60.0)
+    assert 0 < client.pttl("memevict:{cli}:policy") <= 60_000  # the server has it
+    # two protected memories of 4 tokens: 3 over the budget, nothing evictable
+    for id in ("a", "b"):
+        code, out = run(server, "remember", id, "-i", "1", "--tokens", "4", "--now", T0, "--json")
+        assert code == 0, out
+    assert json.loads(out)["over_tokens"] == 3
+    code, out = run(server, "stats", "--now", T0)
+    assert code == 0 and out.split() == [
+        "hot=2", "cold=0", "whitelisted=0", "protected=2", "tokens=8", "over_tokens=3"
+    ]  # fmt: skip
+    code, out = run(server, "policy", "--max-tokens", "0", "--json")
+    assert code == 0 and json.loads(out)["max_tokens"] == 0
+    code, out = run(server, "stats", "--now", T0)  # no budget: no over_tokens
+    assert code == 0 and out.split() == [
+        "hot=2", "cold=0", "whitelisted=0", "protected=2", "tokens=8"
+    ]  # fmt: skip
+
+
+def _remember_window_memories(server: Server) -> None:
+    """a to e, one ms apart: importance, tokens and group of each; b and c a group."""
+    for i, (id, importance, tokens, group) in enumerate(
+        [("a", "1", "5", None), ("b", "9", "4", "g"), ("c", "2", "4", "g"),
+         ("d", "5", "3", None), ("e", "8", "2", None)]
+    ):  # fmt: skip
+        grouped = ["--group", group] if group else []
+        now = str(int(T0) + i)
+        code, out = run(server, "remember", id, "-i", importance, "--tokens", tokens,
+                        "--text", f"say {id}", "--now", now, *grouped)  # fmt: skip
+        assert code == 0, out
+    # remembered again later: it keeps its place in the window's order
+    assert (
+        run(server, "remember", "a", "-i", "1", "--tokens", "5", "--now", str(int(T0) + 9))[0] == 0
+    )
+
+
+def _window(server: Server, *args: str) -> dict[str, object]:
+    code, out = run(server, "window", "--now", T0, "--json", *args)
+    assert code == 0, out
+    window = json.loads(out)
+    assert isinstance(window, dict)
+    return window
+
+
+def test_window_in_time_order_within_the_budget(server: Server, client: redis.Redis) -> None:
+    _remember_window_memories(server)
+    window = _window(server)
+    memories = window["memories"]
+    assert isinstance(memories, list)
+    assert [m["id"] for m in memories] == ["a", "b", "c", "d", "e"]
+    assert [m["text"] for m in memories] == ["say a", "say b", "say c", "say d", "say e"]
+    assert (window["tokens"], window["left"]) == (18, 0)
+    # ranked b (group g: b and c, 8 tokens), e, d, a; each taken if it fits
+    for budget, ids, left in [
+        ("10", ["b", "c", "e"], 2),
+        ("9", ["b", "c"], 3),  # e, d and a do not fit in the 1 left
+        ("7", ["d", "e"], 3),  # b fits alone, but the group is whole or not at all
+        ("1", [], 5),
+    ]:
+        window = _window(server, "--tokens", budget)
+        memories = window["memories"]
+        assert isinstance(memories, list)
+        assert [m["id"] for m in memories] == ids, budget
+        assert window["tokens"] == sum(m["tokens"] for m in memories) <= int(budget)
+        assert window["left"] == left, budget
+
+    code, out = run(server, "window", "--tokens", "10", "--now", T0)
+    *lines, summary = out.splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == ["b", "c", "e"], out
+    assert "tokens=4  group=g" in lines[0] and "'say b'" in lines[0]
+    assert summary == "window: 3 memories, 10 of 10 tokens; 2 hot memories left out"
+    code, out = run(server, "window", "--now", T0)
+    *lines, summary = out.splitlines()
+    assert [line.split()[0] for line in lines] == ["a", "b", "c", "d", "e"], out
+    assert summary == "window: 5 memories, 18 tokens; 0 hot memories left out"
+    code, out = run(server, "window", "--tokens", "0")
+    assert code != 0 and len(out.strip().splitlines()) == 1 and "BadTokens" in out, out
+
+
+def _hot_and_cold(client: redis.Redis) -> tuple[set[str], set[str]]:
+    """250 memories, 200 hot and 50 cold (more than a listpack holds, so HSCAN pages)."""
+    store = MemoryStore(client, "cli", Policy(max_hot=200, protect_s=0))
+    ids = [f"m{i}" for i in range(250)]
+    for start in range(0, 250, 100):
+        store.remember_many([(id, 1.0 + i) for i, id in enumerate(ids[start : start + 100])])
+    tiers = {id: store.get(id) for id in ids}
+    hot = {id for id, m in tiers.items() if m is not None and m.tier == "hot"}
+    cold = {id for id, m in tiers.items() if m is not None and m.tier == "cold"}
+    assert (len(hot), len(cold)) == (200, 50)
+    return hot, cold
+
+
+def test_scan_pages_and_all(server: Server, client: redis.Redis) -> None:
+    hot, cold = _hot_and_cold(client)
+    code, out = run(server, "scan", "--count", "7", "--json")
+    page = json.loads(out)
+    assert code == 0 and page["cursor"] != 0, out
+    assert 0 < len(page["memories"]) < 50 and {m["id"] for m in page["memories"]} <= hot
+    # page by page, passing each cursor on, until it comes back to 0
+    seen = [m["id"] for m in page["memories"]]
+    pages = 1
+    while page["cursor"] != 0:
+        code, out = run(server, "scan", "--count", "7", "--cursor", str(page["cursor"]), "--json")
+        assert code == 0, out
+        page = json.loads(out)
+        seen += [m["id"] for m in page["memories"]]
+        pages += 1
+    assert set(seen) == hot and pages > 2
+    for tier, ids in (("hot", hot), ("cold", cold)):
+        code, out = run(server, "scan", "--tier", tier, "--count", "7", "--all", "--json")
+        page = json.loads(out)
+        found = [m["id"] for m in page["memories"]]
+        assert code == 0 and page["cursor"] == 0, out
+        assert len(found) == len(ids) and set(found) == ids, tier
+        assert {m["tier"] for m in page["memories"]} == {tier}
+    code, out = run(server, "scan", "--tier", "cold", "--all", "--count", "13")
+    *lines, summary = out.splitlines()
+    assert code == 0 and sorted(line.split()[0] for line in lines) == sorted(cold), out
+    assert summary == "50 memories; done"
+    code, out = run(server, "scan", "--count", "7")
+    assert code == 0 and re.fullmatch(
+        r"\d+ memories; next page: --cursor \d+", out.splitlines()[-1]
+    )
+    code, out = run(server, "scan", "--count", "0")
+    assert code != 0 and len(out.strip().splitlines()) == 1, out
+
+
+def test_scan_all_lists_a_memory_returned_twice_once(
+    server: Server, client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HSCAN returns a memory again when the hash is resized during the scan;
+    here each real page is returned with the page before it, as if it were."""
+    hot, _ = _hot_and_cold(client)
+    real_scan = MemoryStore.scan
+    before: list[Memory] = []
+
+    def scan_again(self: MemoryStore, *args: Any, **kwargs: Any) -> ScanPage:
+        page = real_scan(self, *args, **kwargs)
+        again = ScanPage(page.cursor, (*before, *page.memories))
+        before[:] = page.memories
+        return again
+
+    monkeypatch.setattr(MemoryStore, "scan", scan_again)
+    code, out = run(server, "scan", "--count", "7", "--all", "--json")
+    found = [m["id"] for m in json.loads(out)["memories"]]
+    assert code == 0 and len(found) == len(set(found)) == len(hot) and set(found) == hot, out
+
+
+def test_drop_deletes_the_namespace(server: Server, client: redis.Redis) -> None:
+    for id in ("a", "b"):
+        assert run(server, "remember", id, "-i", "1", "--group", "g")[0] == 0
+    client.set("memevict:{other}:policy", "not cli's")  # another namespace stays
+    code, out = run(server, "drop", "--yes", "--json")
+    assert code == 0 and json.loads(out)["namespace"] == "cli" and json.loads(out)["keys"] > 3
+    # only the write calls' receipts are left, to expire on their own
+    left = {k.decode() for k in client.keys("*")}
+    assert left - {k for k in left if k.startswith("memevict:{cli}:call:")} == {
+        "memevict:{other}:policy"
+    }
+    code, out = run(server, "stats")
+    assert code == 1 and "namespace 'cli' does not exist" in out, out
+    code, out = run(server, "drop", "--yes")
+    assert code == 1 and "namespace 'cli' does not exist" in out, out
+
+
+def test_drop_asks_first(server: Server, client: redis.Redis) -> None:
+    assert run(server, "remember", "a", "-i", "1")[0] == 0
+    args = ["--url", server.url, "--namespace", "cli", "drop"]
+    refused = CliRunner().invoke(main, args, input="n\n")
+    assert refused.exit_code == 1 and "Drop namespace 'cli': 1 hot and 0 cold" in refused.output
+    assert run(server, "stats")[0] == 0  # still there
+    # --json does not ask (it would wait for an answer): it refuses, in one line
+    code, out = run(server, "drop", "--json")
+    assert code == 1 and out.strip().splitlines() == [
+        "Error: drop --json does not ask: pass --yes to drop 'cli'"
+    ]
+    assert run(server, "stats")[0] == 0
+    done = CliRunner().invoke(main, args, input="y\n")
+    assert done.exit_code == 0 and "dropped namespace 'cli'" in done.output, done.output
+    assert run(server, "stats")[0] == 1

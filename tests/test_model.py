@@ -33,10 +33,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memevict import Memory, MemoryStore, NotFound, Policy, Remembered
+from memevict import Memory, MemoryStore, NotFound, OverBudget, Policy, Remembered
 from memevict.importance import CATEGORIES, Message, importance_of, label, rules
 from memevict.scripts import key_name
-from tests.model import Mem, Model, NearTie, Unknown
+from tests.model import Mem, Model, NearTie, TooCostly, Unknown
 
 NAMESPACE = "model"
 IDS = ("a", "b", "c", "d", "e", "f", "g")
@@ -53,6 +53,11 @@ rates = st.sampled_from([0.5, 0.9, 1.0]) | st.floats(0.01, 1.0)
 # (half_life_s is one) let recency outweigh importance.
 steps_ms = st.sampled_from([0, 1, 999, 1000, 2000, 60_000, 180_000]) | st.integers(0, 240_000)
 texts = st.sampled_from([None, "x", "y"])
+# Costs (README rule 10) and groups (rule 11): two groups on seven ids link
+# memories often enough that groups are evicted, recalled and forgotten whole.
+costs = st.sampled_from([1, 1, 2, 3, 5, 7])
+linked = st.sampled_from([None, "p", "p", "q"])
+budgets = st.sampled_from([0, 0, 6, 10])
 # Messages for the labeler, one per category, each with the category the README's
 # rules give it (decided by hand, not by running the labeler).
 LABELLED = (
@@ -82,6 +87,7 @@ policies = st.builds(
     score_min=st.sampled_from([0.0, 0.1, 0.5]),
     jitter=st.just(0.001),
     cold_max=st.integers(0, 3),
+    max_tokens=budgets,
 )
 
 
@@ -93,11 +99,12 @@ def assert_remembered(got: Remembered | None, want: Remembered | None) -> None:
     if want is None or got is None:
         assert got == want
         return
-    assert (got.id, got.evicted, got.demoted, got.over) == (
+    assert (got.id, got.evicted, got.demoted, got.over, got.over_tokens) == (
         want.id,
         want.evicted,
         want.demoted,
         want.over,
+        want.over_tokens,
     )
     assert close(got.score, want.score), (got.score, want.score)
 
@@ -127,7 +134,10 @@ def assert_order(got: Sequence[str], groups: list[list[str]]) -> None:
 
 def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
     keys = {role: key_name(NAMESPACE, role) for role in ("meta", "text", "state")}
-    zsets = {role: key_name(NAMESPACE, role) for role in ("hot", "fresh", "prot", "wl", "cold")}
+    zsets = {
+        role: key_name(NAMESPACE, role)
+        for role in ("hot", "fresh", "prot", "wl", "cold", "ghot", "groups", "links")
+    }
 
     class Eviction(RuleBasedStateMachine):
         store: MemoryStore
@@ -161,13 +171,40 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             self.advance(after)
             self.remember(id, importance, text, whitelist)
 
-        @rule(id=ids, importance=importances, text=texts, whitelist=st.booleans())
-        def remember(self, id: str, importance: float, text: str | None, whitelist: bool) -> None:
+        @rule(
+            id=ids,
+            importance=importances,
+            text=texts,
+            whitelist=st.booleans(),
+            tokens=costs,
+            group=linked,
+        )
+        def remember(
+            self,
+            id: str,
+            importance: float,
+            text: str | None,
+            whitelist: bool,
+            tokens: int = 1,
+            group: str | None = None,
+        ) -> None:
             try:
-                want = self.model.remember(id, importance, text, whitelist, self.now)
+                want = self.model.remember(id, importance, text, whitelist, self.now, tokens, group)
             except NearTie:
                 reject()
-            got = self.store.remember(id, importance, text=text, whitelist=whitelist, now=self.now)
+            except TooCostly:
+                with pytest.raises(OverBudget):
+                    self.store.remember(id, importance, tokens=tokens, now=self.now)
+                return
+            got = self.store.remember(
+                id,
+                importance,
+                text=text,
+                whitelist=whitelist,
+                tokens=tokens,
+                group=group,
+                now=self.now,
+            )
             assert_remembered(got, want)
 
         # Importance as an agent gets it: from the built-in labeler. The category
@@ -265,6 +302,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             half_life_memories=half_lives_memories,
             max_hot=st.integers(2, 4),
             whitelist_cap=st.integers(0, 2),
+            max_tokens=budgets,
         )
         def set_policy(
             self,
@@ -273,6 +311,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             half_life_memories: float,
             max_hot: int,
             whitelist_cap: int,
+            max_tokens: int,
         ) -> None:
             policy = dataclasses.replace(
                 self.model.policy,
@@ -281,6 +320,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
                 half_life_memories=half_life_memories,
                 max_hot=max_hot,
                 whitelist_cap=whitelist_cap,
+                max_tokens=max_tokens,
             )
             try:
                 self.model.set_policy(policy, self.now)
@@ -293,6 +333,17 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             got = [m.id for m in self.store.top(k, now=self.now)]
             assert len(got) == min(k, len(self.model.hot()))
             assert_order(got, self.model.top_groups(self.now))
+
+        @rule(tokens=st.none() | st.integers(1, 15))
+        def window(self, tokens: int | None) -> None:
+            try:
+                want = self.model.window(tokens, self.now)
+            except NearTie:
+                reject()
+            got = self.store.window(tokens, now=self.now)
+            assert [m.id for m in got] == want
+            assert got.tokens == sum(m.tokens for m in got) <= (tokens or got.tokens)
+            assert got.left == len(self.model.hot()) - len(want)
 
         @rule(data=st.data())
         def get(self, data: st.DataObject) -> None:
@@ -357,11 +408,17 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             }
             model = self.model
             hot = [m for m in model.hot() if not m.whitelisted]
+            evictable = [m for m in hot if not m.in_fresh]
             assert {m.decode() for m in meta} == set(model.memories)
             assert {k.decode(): v.decode() for k, v in text.items()} == {
                 m.id: m.text for m in model.memories.values() if m.text is not None
             }
-            assert set(raw["hot"]) == {m.id for m in hot if not m.in_fresh}
+            assert set(raw["hot"]) == {m.id for m in evictable if m.group is None}
+            assert set(raw["ghot"]) == {m.id for m in evictable if m.group is not None}
+            assert set(raw["groups"]) == {u[0].group for u in model.units() if u[0].group}
+            assert set(raw["links"]) == {
+                f"{m.group}\0{m.id}" for m in model.memories.values() if m.group
+            }
             assert set(raw["fresh"]) == {m.id for m in hot if m.in_fresh}
             assert set(raw["wl"]) == {m.id for m in model.hot() if m.whitelisted}
             assert raw["prot"] == {m.id: m.protected_until for m in model.hot() if m.in_prot}

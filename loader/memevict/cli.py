@@ -12,12 +12,12 @@ import click
 import redis
 
 from memevict.clients import client_from_url, close_client
-from memevict.commands import MAX_TOP
+from memevict.commands import MAX_SCAN, MAX_TOP
 from memevict.errors import MemevictError
 from memevict.namespaces import Namespace
 from memevict.namespaces import namespaces as list_namespaces
 from memevict.policy import CLOCKS, Policy
-from memevict.results import Memory, Remembered
+from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
 from memevict.scripts import specs
 from memevict.store import MemoryStore
 
@@ -74,8 +74,12 @@ def _plain(data: Any) -> Any:
 
 def _memory_line(m: Memory) -> str:
     flags = "whitelisted" if m.whitelisted else ""
+    group = f"  group={m.group}" if m.group is not None else ""
     text = f"  {m.text!r}" if m.text is not None else ""
-    return f"{m.id}  score={m.score:.6g}  importance={m.importance:g}  {m.tier} {flags}{text}"
+    return (
+        f"{m.id}  score={m.score:.6g}  importance={m.importance:g}  tokens={m.tokens}{group}  "
+        f"{m.tier} {flags}{text}"
+    )
 
 
 _MAX_DRAIN_CALLS = 10_000  # memevict evict: 2,000,000 memories moved at most
@@ -195,6 +199,19 @@ def acl(ctx: click.Context, user: str, password: str | None, as_json: bool) -> N
 @click.option("--importance", "-i", type=float, required=True)
 @click.option("--text", "-t", default=None)
 @click.option("--whitelist", is_flag=True)
+@click.option(
+    "--tokens",
+    default=1,
+    show_default=True,
+    type=int,
+    help="The memory's cost in the token budget (max_tokens, window --tokens).",
+)
+@click.option(
+    "--group",
+    default=None,
+    help="The group the memory joins, evicted, recalled and forgotten as one "
+    "(default: it keeps its group).",
+)
 @now_option
 @json_option
 @click.pass_context
@@ -204,12 +221,16 @@ def remember(
     importance: float,
     text: str | None,
     whitelist: bool,
+    tokens: int,
+    group: str | None,
     now: int | None,
     as_json: bool,
 ) -> None:
     """Add or update a memory."""
     with _store(ctx) as store:
-        r = store.remember(id, importance, text=text, whitelist=whitelist, now=now)
+        r = store.remember(
+            id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+        )
     _emit(r, as_json, lambda: _remembered_line(r))
 
 
@@ -237,6 +258,76 @@ def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
     with _store(ctx, read=True) as store:
         ms = store.top(k, now=now)
     _emit(ms, as_json, lambda: "\n".join(_memory_line(m) for m in ms) or "(empty)")
+
+
+@main.command()
+@click.option(
+    "--tokens",
+    default=None,
+    type=int,
+    help="Token budget: the highest-ranked memories and whole groups that fit "
+    "(default: every hot memory).",
+)
+@now_option
+@json_option
+@click.pass_context
+def window(ctx: click.Context, tokens: int | None, now: int | None, as_json: bool) -> None:
+    """The hot memories for a prompt, in the order first remembered, with their
+    text (at most 1,000), then their total tokens and how many were left out."""
+    with _store(ctx, read=True) as store:
+        w = store.window(tokens, now=now)
+    _emit(w, as_json, lambda: "\n".join([*map(_memory_line, w), _window_line(w, tokens)]))
+
+
+def _window_line(w: Window, budget: int | None) -> str:
+    of = f" of {budget}" if budget is not None else ""
+    return f"window: {len(w)} memories, {w.tokens}{of} tokens; {w.left} hot memories left out"
+
+
+@main.command()
+@click.option("--tier", type=click.Choice(["hot", "cold"]), default="hot", show_default=True)
+@click.option(
+    "--cursor", default=0, show_default=True, type=int, help="The cursor a page printed; 0 starts."
+)
+@click.option(
+    "--count",
+    default=100,
+    show_default=True,
+    type=int,
+    help=f"Index entries read per page (1 to {MAX_SCAN}); a page may hold fewer memories.",
+)
+@click.option(
+    "--all", "every_page", is_flag=True, help="Read page after page until the cursor is 0."
+)
+@now_option
+@json_option
+@click.pass_context
+def scan(
+    ctx: click.Context,
+    tier: Tier,
+    cursor: int,
+    count: int,
+    every_page: bool,
+    now: int | None,
+    as_json: bool,
+) -> None:
+    """One page of the memories of a tier and the cursor of the next (0: done),
+    or with --all every memory of the tier, each once."""
+    with _store(ctx, read=True) as store:
+        page = store.scan(tier, cursor, count, now=now)
+        if every_page:
+            # (HSCAN may return a memory twice: the last one read wins, in first-seen order)
+            found = {m.id: m for m in page.memories}
+            while page.cursor != 0:
+                page = store.scan(tier, page.cursor, count, now=now)
+                found.update((m.id, m) for m in page.memories)
+            page = ScanPage(0, tuple(found.values()))
+    _emit(page, as_json, lambda: "\n".join([*map(_memory_line, page.memories), _scan_line(page)]))
+
+
+def _scan_line(page: ScanPage) -> str:
+    found = f"{len(page.memories)} memories"
+    return f"{found}; next page: --cursor {page.cursor}" if page.cursor else f"{found}; done"
 
 
 def _remembered_line(r: Remembered) -> str:
@@ -286,6 +377,36 @@ def forget(ctx: click.Context, id: str, as_json: bool) -> None:
     with _store(ctx) as store:
         store.forget(id)
     _done(as_json, id, "forget", True)
+
+
+@main.command()
+@click.option("--yes", "-y", is_flag=True, help="Drop without asking.")
+@json_option
+@click.pass_context
+def drop(ctx: click.Context, yes: bool, as_json: bool) -> None:
+    """Delete the whole namespace: its policy, every memory, hot and cold, and
+    every index, in one atomic call. Asks first unless --yes (which --json
+    needs). A namespace that does not exist is an error and stays absent."""
+    name = ctx.obj["namespace"]
+    if as_json and not yes:  # (JSON is for scripts, which cannot answer a prompt)
+        raise click.ClickException(f"drop --json does not ask: pass --yes to drop {name!r}")
+    # A store that never configures: dropping a namespace that does not exist
+    # says so instead of creating it first.
+    with _store(ctx, read=True) as store:
+        if not yes:
+            s = store.stats()
+            click.confirm(
+                f"Drop namespace {name!r}: {s.hot} hot and {s.cold} cold memories, "
+                "its policy and indexes?",
+                abort=True,
+                err=True,
+            )
+        keys = store.drop()
+    _emit(
+        {"namespace": name, "keys": keys},
+        as_json,
+        lambda: f"dropped namespace {name!r} ({keys} keys)",
+    )
 
 
 @main.command()
@@ -356,10 +477,16 @@ def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
     """Counts of hot, cold, whitelisted and protected memories."""
     with _store(ctx, read=True) as store:
         s = store.stats(now=now)
-    _emit(
-        s,
-        as_json,
-        lambda: f"hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} protected={s.protected}",
+        budget = store.policy.max_tokens > 0
+    _emit(s, as_json, lambda: _stats_line(s, budget))
+
+
+def _stats_line(s: Stats, budget: bool) -> str:
+    """over_tokens only with a token budget (max_tokens), without one it is always 0."""
+    over = f" over_tokens={s.over_tokens}" if budget else ""
+    return (
+        f"hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} protected={s.protected} "
+        f"tokens={s.tokens}{over}"
     )
 
 
