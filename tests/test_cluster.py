@@ -1,11 +1,13 @@
 """memevict on a Redis / Valkey Cluster of three masters (tests/cluster.py).
 
-The whole rule scenario suite of tests/test_rules.py runs here again, on the
-cluster: the star import re-collects its test functions in this module, and
-the ``client`` and ``make_store`` fixtures below override the conftest ones
-for them. Then: many namespaces spread over the nodes, each whole on the node
-of its slot; one script command per call, sent to that node only; and a slot
-moved to another node while a namespace is in use (before, during, after).
+The whole rule scenario suite of tests/test_rules.py and the window suite of
+tests/test_windows.py (tokens, groups, window, scan, drop, idle expiry) run
+here again, on the cluster, sync and async, scripts and functions: the star
+imports re-collect their test functions in this module, and the ``client``
+and ``make_store`` fixtures below override the conftest ones for them. Then:
+many namespaces spread over the nodes, each whole on the node of its slot;
+one script command per call, sent to that node only; and a slot moved to
+another node while a namespace is in use (before, during, after).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError
 
 import tests.test_rules
+import tests.test_windows
 from memevict import AsyncMemoryStore, Item, MemoryStore, Policy
 from memevict.cli import main
 from memevict.registry import MODES, Mode
@@ -37,6 +40,7 @@ from tests.cluster import KINDS, Cluster, shared
 from tests.conftest import StoreFactory, scenario_policy
 from tests.test_async import AwaitedStore
 from tests.test_rules import *  # noqa: F403 (the scenario suite, collected again here)
+from tests.test_windows import *  # noqa: F403 (tokens, groups, window, scan, drop, expiry)
 
 T0 = 1_700_000_000_000
 S = 1000  # ms per second
@@ -97,14 +101,22 @@ def make_store(
 # The rule suite really runs here, on the cluster fixtures.
 
 
-RULE_TESTS = sorted(n for n in vars(tests.test_rules) if n.startswith("test_"))
+RULE_TESTS = sorted(
+    n
+    for module in (tests.test_rules, tests.test_windows)
+    for n in vars(module)
+    if n.startswith("test_")
+)
 
 
 def test_the_rule_suite_is_collected_on_the_cluster_fixtures(
     request: pytest.FixtureRequest,
 ) -> None:
     assert len(RULE_TESTS) >= 20
-    assert all(globals()[n] is getattr(tests.test_rules, n) for n in RULE_TESTS)
+    assert all(
+        globals()[n] in (getattr(m, n, None) for m in (tests.test_rules, tests.test_windows))
+        for n in RULE_TESTS
+    )
     here = [
         item
         for item in request.session.items

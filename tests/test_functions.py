@@ -69,7 +69,7 @@ def dict_of(reply: Any) -> dict[str, Any]:
 
 
 OPS = ("remember", "remember", "many", "touch", "decay", "evict", "whitelist", "demote")
-OPS += ("recall", "forget", "get", "top", "stats")
+OPS += ("recall", "forget", "get", "top", "stats", "window", "scan")
 
 
 def random_calls(store: MemoryStore, rng: random.Random, steps: int) -> Iterator[object]:
@@ -84,7 +84,13 @@ def random_calls(store: MemoryStore, rng: random.Random, steps: int) -> Iterator
                 importance = rng.choice((1, 3, 5, 7, 8, 10))
                 whitelist = rng.random() < 0.2
                 yield store.remember(
-                    memory_id, importance, text=f"t{now}", whitelist=whitelist, now=now
+                    memory_id,
+                    importance,
+                    text=f"t{now}",
+                    whitelist=whitelist,
+                    tokens=rng.randint(1, 5),
+                    group=rng.choice((None, None, "p", "q")),
+                    now=now,
                 )
             elif op == "many":
                 items = [(f"m{rng.randrange(12)}", float(rng.randrange(1, 11))) for _ in range(3)]
@@ -95,6 +101,10 @@ def random_calls(store: MemoryStore, rng: random.Random, steps: int) -> Iterator
                 yield store.forget(memory_id)
             elif op == "top":
                 yield store.top(20, now=now)
+            elif op == "window":
+                yield store.window(rng.choice((None, 6)), now=now)
+            elif op == "scan":
+                yield store.scan(rng.choice(("hot", "cold")), 0, 100, now=now)
             elif op in ("evict", "stats"):
                 yield getattr(store, op)(now=now)
             else:
@@ -104,7 +114,9 @@ def random_calls(store: MemoryStore, rng: random.Random, steps: int) -> Iterator
 
 
 def test_functions_behave_as_scripts(client: redis.Redis) -> None:
-    policy = Policy(max_hot=5, whitelist_cap=2, protect_s=1, cold_max=4, half_life_s=60)
+    policy = Policy(
+        max_hot=5, whitelist_cap=2, protect_s=1, cold_max=4, half_life_s=60, max_tokens=12
+    )
     by_script = MemoryStore(client, "a", policy)
     by_function = MemoryStore(client, "b", policy, mode="functions")
     # The same start: the recency clock's epoch is taken from the server's
