@@ -7,13 +7,22 @@ per thread (CI keeps it small; `memevict stress` runs bigger ones).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
 
 import pytest
 
-from memevict.stress import CRITICAL, StressConfig, load_target, run, stress_policy
+from memevict.stress import (
+    CRITICAL,
+    Checker,
+    MemevictTarget,
+    StressConfig,
+    load_target,
+    run,
+    stress_policy,
+)
 from tests.servers import Server
 
 OPS = int(os.environ.get("MEMEVICT_STRESS_OPS", "100"))
@@ -84,3 +93,27 @@ def test_critical_re_remembered_during_a_decay_pass(server: Server, target: str)
         assert lost == 0
     else:
         assert lost > 0
+
+
+def test_the_checker_finds_a_bad_window_and_a_key_left_to_live(server: Server) -> None:
+    """The window and expiry checks can fail: a real snapshot, then tampered."""
+    policy = stress_policy()
+    target = MemevictTarget(server.client(), "tamper", policy)
+    for memory_id in ("m0", "m1", "m40"):  # m0 and m1 are linked (group_of)
+        target.call("remember", memory_id, 8.0, False, None)
+    snapshot = target.snapshot()
+    assert snapshot.window is not None and {x for x, _ in snapshot.window} == {"m0", "m1", "m40"}
+    clean = Checker(policy)
+    clean.snapshot(snapshot)
+    assert not clean.violations, clean.examples
+    for tampered, kind in (
+        ([x for x in snapshot.window if x[0] != "m1"], "window splits a group"),
+        ([*snapshot.window[::-1]], "window out of order"),
+        ([(x, 30) for x, _ in snapshot.window], "window over budget"),
+    ):
+        checker = Checker(policy)
+        checker.snapshot(dataclasses.replace(snapshot, window=tampered))
+        assert checker.violations[kind] == 1, (kind, checker.violations)
+    checker = Checker(policy)
+    checker.snapshot(dataclasses.replace(snapshot, ttls={**snapshot.ttls, "meta": -1}))
+    assert checker.violations["key not kept alive"] == 1

@@ -36,7 +36,7 @@ from memevict.commands import MAX_BATCH, Item
 from memevict.errors import MemevictError, NotFound
 from memevict.policy import Policy
 from memevict.results import Batch, Evicted, Remembered
-from memevict.scripts import key_name
+from memevict.scripts import key_name, specs
 from memevict.store import MemoryStore
 
 OPS = ("remember", "touch", "decay", "evict", "whitelist", "demote", "recall", "forget", "burst")
@@ -63,7 +63,11 @@ def stress_policy() -> Policy:
         protect_s=0.25,
         cold_max=40,
         jitter=0.001,
+        idle_ttl_s=600,  # every write keeps every key alive: checked on each snapshot
     )
+
+
+WINDOW_BUDGET = 20  # tokens of the window each snapshot reads
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,9 @@ class Snapshot:
     ghot: dict[str, float] = field(default_factory=dict)
     groups: dict[str, float] = field(default_factory=dict)
     links: list[str] = field(default_factory=list)
+    # window(WINDOW_BUDGET) in the same transaction: (id, tokens) in its order
+    window: list[tuple[str, int]] | None = None
+    ttls: dict[str, int] = field(default_factory=dict)  # PTTL of each key that exists
 
 
 class Target(Protocol):
@@ -222,8 +229,20 @@ class MemevictTarget:
         pipe.hget(key_name(ns, "state"), "latest")
         keys = spec.key_names(ns)
         pipe.evalsha_ro(spec.sha, len(keys), *keys, str(stats_now))
+        window = self.store.registry.specs["window"]
+        keys = window.key_names(ns)
+        pipe.evalsha_ro(window.sha, len(keys), *keys, str(WINDOW_BUDGET), str(stats_now))
+        roles = [
+            key_name(ns, r)
+            for r in sorted({r for x in specs().values() for r in x.keys})
+            if r != "receipt"
+        ]
+        for key in roles:
+            pipe.pttl(key)
         at = time.time() * 1000
-        hot, fresh, wl, cold, prot, ghot, groups, links, meta, text, latest, stats = pipe.execute()
+        (hot, fresh, wl, cold, prot, ghot, groups, links, meta, text, latest, stats, win, *ttls) = (
+            pipe.execute()
+        )
         return Snapshot(
             at=at,
             end=time.time() * 1000,
@@ -243,6 +262,8 @@ class MemevictTarget:
             ghot=_scores(ghot),
             groups=_scores(groups),
             links=[x.decode("utf-8", "surrogateescape") for x in links],
+            window=[(m[0].decode("utf-8", "surrogateescape"), int(m[9])) for m in win[0]],
+            ttls={k: int(t) for k, t in zip(roles, ttls, strict=True) if int(t) != -2},
         )
 
 
@@ -456,6 +477,10 @@ class Checker:
         )
         self.expect(set(s.text) <= set(s.meta), "orphan text", str(set(s.text) - set(s.meta)))
         self._groups(s, hot_ids)
+        self._window(s, hot_ids)
+        ttl_ms = self.policy.idle_ttl_s * 1000
+        for key, ttl in s.ttls.items():
+            self.expect(not ttl_ms or 0 < ttl <= ttl_ms, "key not kept alive", f"{key} pttl {ttl}")
         for memory_id, raw in s.meta.items():
             self._meta(memory_id, raw, s)
         if s.stats is not None:
@@ -500,6 +525,30 @@ class Checker:
             + max(0, len(s.wl) - p.whitelist_cap)
             + max(0, len(s.cold) - p.cold_max)
         )
+
+    def _window(self, s: Snapshot, hot_ids: set[str]) -> None:
+        """The window holds its budget, whole groups, in first-remembered order."""
+        if s.window is None or s.meta is None:
+            return
+        ids = [x for x, _ in s.window]
+        self.expect(
+            sum(t for _, t in s.window) <= WINDOW_BUDGET, "window over budget", str(s.window)
+        )
+        self.expect(set(ids) <= hot_ids, "window holds a memory not hot", str(ids))
+        order = [META.unpack_from(s.meta[x])[8] for x in ids if x in s.meta]
+        self.expect(order == sorted(order), "window out of order", str(ids))
+        members: dict[str, set[str]] = {}
+        for link in s.links:
+            group, _, memory_id = link.partition("\0")
+            members.setdefault(group, set()).add(memory_id)
+        for x in ids:
+            group = s.meta.get(x, b"")[META.size :].decode("utf-8", "surrogateescape")
+            if group:
+                self.expect(
+                    members.get(group, set()) & hot_ids <= set(ids),
+                    "window splits a group",
+                    f"{group}: {ids}",
+                )
 
     def _groups(self, s: Snapshot, hot_ids: set[str]) -> None:
         """A group's members are in one tier, its links match their metadata,
