@@ -344,3 +344,17 @@ def test_a_policy_stored_before_the_new_fields_reads_them_as_0(
     client.hdel(key_name("old", "policy"), "max_tokens", "idle_ttl_s")  # as 0.1.0 stored it
     assert store.remember("b", 1.0, tokens=10**6, now=T0).over_tokens == 0
     assert MemoryStore(client, "old").policy == Policy(clock="wall", max_hot=3)
+
+
+def test_a_lost_links_key_heals_when_the_members_are_placed_again(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    store = make_store(namespace="heal", max_hot=3, protect_s=0)
+    store.remember("call", 1.0, group="t", now=T0)
+    store.remember("out", 2.0, group="t", now=T0)
+    client.delete(key_name("heal", "links"))  # README: Lost keys
+    store.touch("call", now=T0)
+    store.touch("out", now=T0)  # placed again: links written, the group ranked again
+    store.remember("a", 5.0, now=T0)
+    r = store.remember("b", 6.0, now=T0)  # 4 > 3: the group (2) is the lowest unit
+    assert sorted(r.evicted) == ["call", "out"]

@@ -351,7 +351,11 @@ local function place(m, t, p, st)
     rcall('ZADD', protected and KEY.fresh or evictable_index(m), fmt(key), m.id)
   end
   if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
-  if m.group ~= '' then t.dirty[m.group] = true end
+  if m.group ~= '' then
+    -- (its link is written with every placement: a lost one heals here)
+    rcall('ZADD', KEY.links, 0, link_of(m))
+    t.dirty[m.group] = true
+  end
   return key
 end
 
@@ -707,8 +711,7 @@ local function join(m, g, t)
     rcall('ZREM', KEY.links, link_of(m))
     t.dirty[m.group] = true
   end
-  m.group = g
-  rcall('ZADD', KEY.links, 0, link_of(m))
+  m.group = g -- (place writes its link)
 end
 
 local function memory_reply(m, score, text)
