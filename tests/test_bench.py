@@ -25,7 +25,19 @@ from memevict.seed import SeedPeer
 from tests.seed import SeedTarget
 from tests.servers import Server
 
-TARGETS = {"T1 zadd", "T1 noop", "T1 zadd, many clients", "T1 seed", "T2", "T3", "T4", "T5", "T6"}
+TARGETS = {
+    "T1 zadd",
+    "T1 noop",
+    "T1 zadd, many clients",
+    "T1 seed",
+    "T2",
+    "T3",
+    "T4",
+    "T5",
+    "T6",
+    "T7",
+    "T8",
+}
 METHODS = {
     "remember",
     "touch",
@@ -40,6 +52,10 @@ METHODS = {
     "stats",
     "set_policy (unchanged)",
     "set_policy (half_life_s changed)",
+    "remember with a group (evicting)",
+    "window(4,000 tokens)",
+    "window (no budget)",
+    "scan (1,000 per page)",
 }
 
 
@@ -90,6 +106,29 @@ def test_quick_bench_reports_every_peer_and_target(
     assert methods >= METHODS
     assert "remember_many (100)" in methods
     assert _number(blocking["worst_ping_ms"]) and blocking["pings"] > 0
+    assert blocking["methods"][-1]["method"] == f"drop ({blocking['size']:,} memories)"
+    assert all(m["error"] is None for m in blocking["methods"]), blocking["methods"]
+
+    budget = data["budget"]
+    assert set(budget["arms"]) == {"plain", "tokens", "ttl"}
+    for name, arm in budget["arms"].items():
+        assert _number(arm["server_us_per_call"]) and arm["server_us_per_call"] > 0, name
+        assert 0 < arm["evicting"] <= 1 and arm["evicted_per_eviction"] >= 1, (name, arm)
+        assert arm["calls"] == data["config"]["budget_rounds"] * data["config"]["budget_ops"]
+    assert budget["arms"]["plain"]["evicting"] == 1  # a count budget: every call evicts one
+    assert budget["arms"]["plain"]["evicted_per_eviction"] == 1
+    for ratios in ("ratios", "ratios_every_call"):
+        assert set(budget[ratios]) == {"tokens", "ttl"}
+        assert all(_number(x) for x in budget[ratios].values())
+
+    window = data["window"]
+    assert window["memories"] == data["config"]["window_memories"] and window["whitelisted"] > 0
+    budgets = data["config"]["window_budgets"]
+    assert [c["budget"] for c in window["cases"].values()] == [*budgets, None]
+    for name, case in window["cases"].items():
+        assert _number(case["server_us_per_call"]) and case["server_us_per_call"] > 0, name
+        assert case["worst_server_us"] >= case["server_us_per_call"], name
+        assert case["memories"] > 0 and case["tokens"] <= (case["budget"] or math.inf), name
     assert _number(data["footprint"]["memevict_per_memory"])
 
     targets = {t["id"]: t for t in data["targets"]}
@@ -101,7 +140,12 @@ def test_quick_bench_reports_every_peer_and_target(
             assert _number(t["measured"]) and isinstance(t["met"], bool), t
             assert t["status"] == ("met" if t["met"] else "NOT MET")
     assert targets["T6"]["status"] != "not run"
-    assert "targets" in result.output and "T4" in result.output
+    assert targets["T7"]["unit"] == "x" and targets["T7"]["limit"] == 1.2
+    assert targets["T8"]["unit"] == "ms" and targets["T8"]["limit"] == 5.0
+    for target in ("T7", "T8"):
+        assert targets[target]["status"] != "not run" and targets[target]["comparison"] == "<="
+    assert "targets" in result.output and "T4" in result.output and "T8" in result.output
+    assert "token budgets and groups" in result.output and "window() at" in result.output
 
     # The server is left as found: no bench keys, the slowlog settings restored.
     assert [k for k in client.scan_iter() if b"bench" in k] == []

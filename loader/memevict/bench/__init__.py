@@ -11,6 +11,8 @@ measurement each:
   concurrent  T1  the same from many client processes
   sizes       T2, T3 and the plot: decay, evict and remember against store size
   blocking    T4  how long any script call blocks the server at the largest size
+  budget      T7  an evicting remember() with token budgets and groups vs without
+  window      T8  window() at many hot memories, with and without a token budget
 """
 
 from memevict.bench.report import Results, table, to_json

@@ -3,7 +3,9 @@
 Every MemoryStore method runs a few times while a separate process PINGs on
 its own connection (a PING answered late means the server was busy), and the
 server's SLOWLOG records every command slower than SLOWLOG_US, mapped back
-to script names by SHA. The slowlog settings are restored afterwards.
+to script names by SHA. The slowlog settings are restored afterwards. The
+last call drops the whole namespace: its keys are UNLINKed, and the server
+frees them in the background.
 
 The store's client is an ordinary redis-py client: a call that runs longer
 than its socket timeout (5 s by default in redis-py 8) fails on the client
@@ -26,7 +28,7 @@ import redis
 
 from memevict.bench.peers import importance
 from memevict.bench.server import busy, wait_until_idle
-from memevict.commands import MAX_TOP
+from memevict.commands import MAX_SCAN, MAX_TOP
 from memevict.errors import MemevictError
 from memevict.policy import Policy
 from memevict.scripts import specs
@@ -36,6 +38,7 @@ SLOWLOG_US = 1000
 SLOWLOG_LEN = 10_000
 PING_GAP_S = 0.0005
 BATCH = 100
+WINDOW_TOKENS = 4_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,17 @@ def _methods(store: MemoryStore, calls: int) -> list[tuple[str, int, Callable[[]
         i = next(counter)
         evicted.extend(store.remember(f"t4-{i}", importance(i)).evicted)
 
+    def remember_pair() -> None:
+        i = next(counter)  # two calls per group: a tool call and its output
+        group = f"t4-pair-{i // 2}"
+        evicted.extend(store.remember(f"t4-g{i}", importance(i), group=group).evicted)
+
+    cursor = 0
+
+    def scan() -> None:
+        nonlocal cursor
+        cursor = store.scan("hot", cursor, MAX_SCAN).cursor
+
     def each(method: Callable[[str], object], ids: list[str]) -> Callable[[], object]:
         it = iter(ids * calls)
         return lambda: method(next(it))
@@ -103,6 +117,12 @@ def _methods(store: MemoryStore, calls: int) -> list[tuple[str, int, Callable[[]
 
     methods.append((f"remember_many ({BATCH})", calls, remember_batch))
     methods.append((f"top({MAX_TOP})", calls, lambda: store.top(MAX_TOP)))
+    methods.append(("remember with a group (evicting)", calls, remember_pair))
+    methods.append(
+        (f"window({WINDOW_TOKENS:,} tokens)", calls, lambda: store.window(WINDOW_TOKENS))
+    )
+    methods.append(("window (no budget)", calls, lambda: store.window()))
+    methods.append((f"scan ({MAX_SCAN:,} per page)", calls, scan))
     longer = dataclasses.replace(store.policy, half_life_s=store.policy.half_life_s * 2)
     methods.append(("set_policy (half_life_s changed)", 1, lambda: store.set_policy(longer)))
     return methods
@@ -143,6 +163,8 @@ def measure_blocking(
     cases on ``burst_namespace`` with ``burst`` memories."""
     store = MemoryStore(client, namespace)
     methods = _methods(store, calls) + _burst(client, burst_namespace, calls, burst)
+    # Last: the namespace of every method above goes, whole.
+    methods.append((f"drop ({size:,} memories)", 1, store.drop))
     saved = client.config_get("slowlog-*")
     client.config_set("slowlog-log-slower-than", SLOWLOG_US)
     client.config_set("slowlog-max-len", SLOWLOG_LEN)

@@ -6,12 +6,14 @@ import dataclasses
 from typing import Any
 
 from memevict.bench.blocking import Blocking
+from memevict.bench.budget import Budget
 from memevict.bench.concurrent import Concurrent
 from memevict.bench.footprint import Footprint
 from memevict.bench.single import BATCH_PEER, FUNCTIONS_PEER, SingleClient
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.targets import Target
 from memevict.bench.timing import Sample, server_time_ratio, throughput_ratio, time_ratio
+from memevict.bench.window import Windows
 
 LABELS = {
     "zadd": "raw ZADD",
@@ -22,6 +24,11 @@ LABELS = {
     FUNCTIONS_PEER: "memevict remember(), FCALL",
 }
 OP_LABELS = {"decay": "decay", "evict": "evict (full)", "remember": "remember (not full)"}
+ARM_LABELS = {
+    "plain": "tokens 1, no group (max_hot)",
+    "tokens": "tokens 10..500, pairs (max_tokens)",
+    "ttl": "the same with idle_ttl_s",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +41,8 @@ class Results:
     sizes: Sizes
     blocking: Blocking
     footprint: Footprint
+    budget: Budget
+    windows: Windows
     targets: list[Target]
 
 
@@ -101,6 +110,39 @@ def to_json(r: Results) -> dict[str, Any]:
             "memevict_per_memory": r.footprint.memevict_per_memory,
             "zset_per_member": r.footprint.zset_per_member,
         },
+        "budget": {
+            "capacity": r.budget.capacity,
+            "max_tokens": r.budget.max_tokens,
+            "arms": {
+                name: {
+                    **arm.sample.to_json(),
+                    "evicting": arm.evicting,
+                    "evicted_per_eviction": arm.evicted_per_eviction,
+                    "quiet_server_us_per_call": arm.quiet_server_us,
+                    "every_server_us_per_call": arm.every_server_us,
+                }
+                for name, arm in r.budget.arms.items()
+            },
+            "ratios": {name: r.budget.ratio(name) for name in r.budget.arms if name != "plain"},
+            "ratios_every_call": {
+                name: r.budget.every_ratio(name) for name in r.budget.arms if name != "plain"
+            },
+        },
+        "window": {
+            "memories": r.windows.memories,
+            "whitelisted": r.windows.whitelisted,
+            "grouped": r.windows.grouped,
+            "cases": {
+                name: {
+                    **case.sample.to_json(),
+                    "budget": case.budget,
+                    "worst_server_us": case.worst_server_us,
+                    "memories": case.memories,
+                    "tokens": case.tokens,
+                }
+                for name, case in r.windows.cases.items()
+            },
+        },
         "targets": [t.to_json() for t in r.targets],
     }
 
@@ -157,6 +199,10 @@ def table(r: Results) -> str:
         "",
         *_size_rows(r.sizes, c),
         "",
+        *_budget_rows(r.budget, c),
+        "",
+        *_window_rows(r.windows, c),
+        "",
         *_blocking_rows(r.blocking),
         "",
         f"server memory ({r.footprint.memories:,} memories, no text): memevict "
@@ -194,6 +240,51 @@ def _size_rows(sizes: Sizes, c: dict[str, Any]) -> list[str]:
     rows.append(f"  memevict decay() vs the seed's decay_memories: {speedups}")
     fills = ", ".join(f"{n:,} in {s:.1f} s" for n, s in sizes.fill_s.items())
     rows.append(f"  filled (memevict): {fills}")
+    return rows
+
+
+def _budget_rows(b: Budget, c: dict[str, Any]) -> list[str]:
+    rows = [
+        f"remember() on a full store with token budgets and groups: max_hot {b.capacity:,} "
+        f"against max_tokens {b.max_tokens:,}, protect_s=0, cold_max {b.capacity:,}; "
+        f"{c['budget_rounds']} rounds of {c['budget_ops']:,} calls per arm, server time of "
+        "each call (INFO commandstats, the script entry only)",
+        f"  {'arm':<38}{'p50 µs':>9}{'evicting':>10}{'evicted':>9}{'server µs':>11}"
+        f"{'÷plain':>8}{'not evicting':>14}{'every call':>12}{'÷plain':>8}",
+    ]
+    for name, arm in b.arms.items():
+        ratio = "" if name == "plain" else f"{_n(b.ratio(name), 2)}x"
+        every = "" if name == "plain" else f"{b.every_ratio(name):.2f}x"
+        rows.append(
+            f"  {ARM_LABELS[name]:<38}{arm.sample.p50_us:>9,.0f}{arm.evicting:>10.0%}"
+            f"{arm.evicted_per_eviction:>9.2f}{_n(arm.sample.server_us, 1):>11}{ratio:>8}"
+            f"{_n(arm.quiet_server_us, 1):>14}{arm.every_server_us:>12,.1f}{every:>8}"
+        )
+    rows.append(
+        "  (evicting: share of calls that evicted; evicted: memories per evicting call; server "
+        "µs: per evicting call (T7); not evicting, every call: server µs per such call)"
+    )
+    return rows
+
+
+def _window_rows(w: Windows, c: dict[str, Any]) -> list[str]:
+    rows = [
+        f"window() at {w.memories:,} hot memories ({w.whitelisted:,} whitelisted, "
+        f"{w.grouped:,} in pairs, tokens 10..500, text 4 bytes per token); "
+        f"{c['window_rounds']} rounds of {c['window_calls']:,} calls per case "
+        "(call k asks for the budget - k tokens)",
+        f"  {'case':<22}{'p50 µs':>9}{'server µs':>11}{'slowest':>10}{'memories':>10}"
+        f"{'tokens':>10}",
+    ]
+    for name, case in w.cases.items():
+        rows.append(
+            f"  {name:<22}{case.sample.p50_us:>9,.0f}{_n(case.sample.server_us, 0):>11}"
+            f"{case.worst_server_us:>10,.0f}{case.memories:>10,.0f}{case.tokens:>10,.0f}"
+        )
+    rows.append(
+        "  (server µs: per call, median over rounds of each round's mean; slowest: one call, "
+        "µs; memories and tokens: returned per call)"
+    )
     return rows
 
 

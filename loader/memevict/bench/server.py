@@ -8,11 +8,11 @@ import os
 import platform
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import redis
@@ -20,6 +20,8 @@ from redis.utils import HIREDIS_AVAILABLE
 
 from memevict.errors import Busy, MemevictError
 from memevict.scripts import key_name
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,36 @@ def usec_per_call(stats: CommandStats, command: str) -> float | None:
     """The server's time per call of one command (e.g. ``evalsha``)."""
     calls, usec = stats.get(command, (0, 0))
     return usec / calls if calls else None
+
+
+# The commands that enter a script. A script's inner commands are counted in
+# INFO commandstats as well, inside its entry's time: summing them too would
+# count that time twice.
+SCRIPT_ENTRIES = ("evalsha", "evalsha_ro", "eval", "eval_ro", "fcall", "fcall_ro")
+
+
+def script_usec(stats: CommandStats) -> int:
+    """The server's time in script calls (their entry commands only)."""
+    return sum(stats.get(name, (0, 0))[1] for name in SCRIPT_ENTRIES)
+
+
+def time_script_calls(
+    client: redis.Redis, call: Callable[[int], T], ops: int, first: int = 0
+) -> list[tuple[T, float, float]]:
+    """Runs call(first), call(first + 1), ... ops times; (reply, seconds on the
+    client, µs of script time on the server) of each, the latter from INFO
+    commandstats read after every call (nothing else may run on the server)."""
+    found = []
+    clock = time.perf_counter
+    before = script_usec(command_stats(client))
+    for i in range(first, first + ops):
+        t0 = clock()
+        reply = call(i)
+        seconds = clock() - t0
+        after = script_usec(command_stats(client))
+        found.append((reply, seconds, float(after - before)))
+        before = after
+    return found
 
 
 def usec_per_op(stats: CommandStats, ops: int) -> float | None:

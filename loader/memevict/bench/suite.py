@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memevict.bench.blocking import measure_blocking
+from memevict.bench.budget import measure_budget
 from memevict.bench.concurrent import measure_concurrent
 from memevict.bench.footprint import measure_footprint
 from memevict.bench.peers import prepare_peers
@@ -16,6 +17,7 @@ from memevict.bench.server import BenchKeys, bench_server, environment, wait_unt
 from memevict.bench.single import measure_single_client
 from memevict.bench.sizes import fill_size_stores, measure_sizes
 from memevict.bench.targets import judge
+from memevict.bench.window import measure_window
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,12 @@ class BenchConfig:
     footprint_memories: int  # T5
     blocking_calls: int  # T4: calls per method
     burst_memories: int  # T4: remembered within one protection window (bounded work)
+    budget_rounds: int  # T7: interleaved rounds, and remembers per arm per round
+    budget_ops: int
+    window_memories: int  # T8: hot memories window() runs on
+    window_budgets: tuple[int, ...]  # tokens
+    window_rounds: int
+    window_calls: int  # per case per round
 
     @classmethod
     def full(cls) -> BenchConfig:
@@ -46,6 +54,9 @@ class BenchConfig:
             sizes=(1_000, 10_000, 100_000, 1_000_000), size_rounds=5, size_ops=300,
             seed_decay_each_round=10_000, seed_decay_max=100_000,
             footprint_memories=100_000, blocking_calls=20, burst_memories=50_000,
+            budget_rounds=9, budget_ops=1000,
+            window_memories=10_000, window_budgets=(4_000, 32_000), window_rounds=5,
+            window_calls=20,
         )  # fmt: skip
 
     @classmethod
@@ -57,6 +68,9 @@ class BenchConfig:
             sizes=(100, 1_000), size_rounds=3, size_ops=30,
             seed_decay_each_round=1_000, seed_decay_max=1_000,
             footprint_memories=1_000, blocking_calls=3, burst_memories=1_000,
+            budget_rounds=2, budget_ops=30,
+            window_memories=400, window_budgets=(4_000, 32_000), window_rounds=2,
+            window_calls=3,
         )  # fmt: skip
 
 
@@ -94,6 +108,27 @@ def run_bench(url: str | None, config: BenchConfig, progress: Callable[[str], No
                 window_s=config.concurrent_window_s,
             )
             step(f"remember(), {config.clients} clients", t0)
+            t0 = time.perf_counter()
+            budget = measure_budget(
+                client,
+                keys,
+                capacity=config.capacity,
+                rounds=config.budget_rounds,
+                ops=config.budget_ops,
+                progress=progress,
+            )
+            step("remember() with token budgets and groups", t0)
+            t0 = time.perf_counter()
+            windows = measure_window(
+                client,
+                keys,
+                memories=config.window_memories,
+                budgets=config.window_budgets,
+                rounds=config.window_rounds,
+                calls=config.window_calls,
+                progress=progress,
+            )
+            step(f"window() at {config.window_memories:,} memories", t0)
             stores = fill_size_stores(client, keys, config.sizes, progress)
             t0 = time.perf_counter()
             sizes = measure_sizes(
@@ -130,5 +165,7 @@ def run_bench(url: str | None, config: BenchConfig, progress: Callable[[str], No
         sizes=sizes,
         blocking=blocking,
         footprint=footprint,
-        targets=judge(single, concurrent, sizes, blocking, footprint),
+        budget=budget,
+        windows=windows,
+        targets=judge(single, concurrent, sizes, blocking, footprint, budget, windows),
     )

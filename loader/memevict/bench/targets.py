@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from memevict.bench.blocking import Blocking
+from memevict.bench.budget import Budget
 from memevict.bench.concurrent import Concurrent
 from memevict.bench.footprint import Footprint
 from memevict.bench.single import BATCH_PEER, SingleClient
 from memevict.bench.sizes import Sizes
 from memevict.bench.timing import server_time_ratio, throughput_ratio, time_ratio
+from memevict.bench.window import NO_BUDGET, Windows, case_name
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ def judge(
     sizes: Sizes,
     blocking: Blocking,
     footprint: Footprint,
+    budget: Budget,
+    windows: Windows,
 ) -> list[Target]:
     one, many = single.samples, concurrent.samples
     small, big = min(sizes.sizes), max(sizes.sizes)
@@ -139,4 +143,56 @@ def judge(
             10.0,
             True,
         ),
+        _t7(budget),
+        _t8(windows),
     ]
+
+
+def _ms(us: float | None) -> str:
+    return "—" if us is None else f"{us / 1000:,.2f} ms"
+
+
+def _t7(budget: Budget) -> Target:
+    plain, tokens = budget.arms["plain"], budget.arms["tokens"]
+    ttl = budget.ratio("ttl")
+    return Target(
+        "T7",
+        "remember() on a full store, evicting: tokens 10..500 under max_tokens and half the "
+        "memories in pairs vs tokens 1, no group under max_hot, server time per evicting call",
+        budget.ratio("tokens"),
+        1.2,
+        False,
+        note=(
+            f"{tokens.sample.server_us or 0:,.1f} vs {plain.sample.server_us or 0:,.1f} µs; "
+            f"{tokens.evicting:.0%} of its calls evicted, {tokens.evicted_per_eviction:.2f} "
+            "memories each"
+            f"; every call, evicting or not: {budget.every_ratio('tokens'):.2f}x"
+            + ("" if ttl is None else f"; with idle_ttl_s as well: {ttl:.2f}x")
+        ),
+    )
+
+
+def _t8(windows: Windows) -> Target:
+    worst = windows.worst_budget()
+    budgets = [c for c in windows.cases.values() if c.budget is not None]
+    cases = ", ".join(f"{case_name(c.budget)} {_ms(c.sample.server_us)}" for c in budgets)
+    slowest = max((c.worst_server_us for c in budgets), default=None)
+    unbounded = windows.cases.get(NO_BUDGET)
+    return Target(
+        "T8",
+        f"window(tokens=...) at {windows.memories:,} hot memories, server time per call "
+        "(the slower budget)",
+        None if worst is None or worst.sample.server_us is None else worst.sample.server_us / 1000,
+        5.0,
+        False,
+        unit="ms",
+        note=(
+            f"{cases}; slowest call {_ms(slowest)}"
+            + (
+                ""
+                if unbounded is None
+                else f"; without a budget (at most 1,000 memories): "
+                f"{_ms(unbounded.sample.server_us)}"
+            )
+        ),
+    )
