@@ -42,10 +42,11 @@ return once(p, function()
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now, st)
   start_writes(t, p, st)
+  local was_cold = m.cold
   lift(m, t)
   refresh(m, now, p, st)
   write_meta(m)
   local key = place(m, t, p, st)
-  bring_group(m, p, st, t)
+  if was_cold then bring_group(m, p, st, t) end
   return settle(m, key, p, st, t, {})
 end)

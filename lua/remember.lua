@@ -81,12 +81,13 @@ return once(p, function()
   m.j = next_jitter(p, st)
   m.n = m.n or st.seq
   m.wl = m.wl or whitelist
+  local moved = group ~= '' and group ~= m.group -- (into a group that may be cold)
   join(m, group, t)
   refresh(m, now, p, st)
   write_meta(m)
   if has_text then rcall('HSET', KEY.text, id, ARG.text) end
   local key = place(m, t, p, st)
-  bring_group(m, p, st, t)
+  if moved or not was_hot then bring_group(m, p, st, t) end -- (a hot one's group is hot)
 
   local demoted = {}
   if whitelist then

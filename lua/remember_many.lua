@@ -133,11 +133,12 @@ return once(p, function()
     refresh(m, now, p, st)
     local key
     if direct then
+      local moved_in = groups[i] ~= '' and groups[i] ~= m.group
       join(m, groups[i], t)
       write_meta(m)
       if has_texts[i] then rcall('HSET', KEY.text, id, texts[i]) end
       key = place(m, t, p, st)
-      for _, other in ipairs(bring_group(m, p, st, t)) do
+      for _, other in ipairs((was_hot and not moved_in) and {} or bring_group(m, p, st, t)) do
         moved[other] = true -- (read again: it was recalled or dropped)
         seen[other] = read_meta(other)
       end

@@ -17,7 +17,7 @@
 --
 -- ARGV[1] tier: 'hot' or 'cold'
 -- ARGV[2] cursor: the cursor a page returned, '0' to start
--- ARGV[3] count: whole number in [1, 1000], metadata entries read for this page
+-- ARGV[3] count: whole number in [1, 500], metadata entries read for this page
 -- ARGV[4] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [cursor, [memory, ...]] with cursor the next page's ('0': done)
@@ -34,7 +34,7 @@ local c = ARG.cursor
 if not string.find(c, '^%d+$') or #c > 20 or (#c == 20 and c > '18446744073709551615') then
   fail('BAD_ARG', 'cursor must be a cursor a page returned, or 0')
 end
-local count = arg_count(ARG.count, 'count', 1, 1000)
+local count = arg_count(ARG.count, 'count', 1, 500)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
@@ -51,8 +51,23 @@ if #found > 0 then
   local ids = {}
   for i, m in ipairs(found) do ids[i] = m.id end
   local texts = rcall('HMGET', KEY.text, unpack(ids))
+  -- The decay keys of the whole page at once (ln_score would ask per memory).
+  local keys = {}
+  if not cold then
+    for _, index in ipairs({KEY.fresh, KEY.hot, KEY.ghot}) do
+      for i, key in ipairs(rcall('ZMSCORE', index, unpack(ids))) do
+        keys[i] = keys[i] or key
+      end
+    end
+  end
   for i, m in ipairs(found) do
-    out[i] = memory_reply(m, reported(m, ln_score(m, now, p, st), p), texts[i])
+    local ln
+    if keys[i] and not m.wl then
+      ln = ln_decayed(tonumber(keys[i]), now, p, st)
+    else
+      ln = ln_score(m, now, p, st)
+    end
+    out[i] = memory_reply(m, reported(m, ln, p), texts[i])
   end
 end
 return {page[1], out}

@@ -6,8 +6,9 @@
 -- score down (as top ranks them; a group at the rank of its highest
 -- member); one that does not fit in what is left is skipped and smaller
 -- ones below it may still fit. Without a budget: every hot memory. At most
--- 1,000 memories are returned and 2,000 candidates examined (a bound on the
--- call's work): past them the highest-ranked ones. Read-only.
+-- 400 memories are returned, and 500 candidates examined with a budget (1,000
+-- without): a bound on the call's work; past it, the highest-ranked ones.
+-- Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
@@ -37,7 +38,8 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local MAX_WINDOW, MAX_SEEN, CHUNK = 1000, 2000, 100
+local MAX_WINDOW, CHUNK = 400, 100
+local MAX_SEEN = budget < math.huge and 500 or 1000
 
 -- A stream of candidates, highest first: each decaying index read CHUNK at
 -- a time with its metadata, and the whitelisted memories (ranked by their
@@ -115,24 +117,28 @@ while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
   if not c then break end
   seen = seen + 1
   local m = c.m
-  if m and not chosen[m.id] and m.group == '' then
+  if not m or chosen[m.id] then -- (lost metadata, or taken with its group)
+  elseif m.group == '' then
     if m.tokens <= left then take(m, c.score) end
-  elseif m and not chosen[m.id] and not decided[m.group] then
+  elseif not decided[m.group] then
     decided[m.group] = true
-    local ids = members_of(m.group)
-    local members, cost = {}, 0
-    if #ids > 0 then
-      for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
-        local x = raw and unpack_meta(ids[i], raw)
-        if x and not x.cold then
-          members[#members + 1] = x
-          cost = cost + x.tokens
+    -- A group costs at least this member: one over what is left cannot fit.
+    if m.tokens <= left then
+      local ids = members_of(m.group)
+      local members, cost = {}, 0
+      if #ids > 0 then
+        for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+          local x = raw and unpack_meta(ids[i], raw)
+          if x and not x.cold then
+            members[#members + 1] = x
+            cost = cost + x.tokens
+          end
         end
       end
-    end
-    if cost <= left and #taken + #members <= MAX_WINDOW then
-      for _, x in ipairs(members) do
-        take(x, x.id == m.id and c.score or reported(x, ln_score(x, now, p, st), p))
+      if cost <= left and #taken + #members <= MAX_WINDOW then
+        for _, x in ipairs(members) do
+          take(x, x.id == m.id and c.score or reported(x, ln_score(x, now, p, st), p))
+        end
       end
     end
   end

@@ -278,7 +278,7 @@ def test_scan_pages_through_every_memory_of_a_tier(make_store: StoreFactory) -> 
             if cursor == 0:
                 break
         assert len(set(seen)) == expected and pages > 1
-    memory = next(m for m in store.scan("hot", 0, 1000, now=T0).memories if m.id == "n0")
+    memory = next(m for m in store.scan("hot", 0, 500, now=T0).memories if m.id == "n0")
     assert memory.text is None and memory.importance == 10.0
 
 
@@ -358,3 +358,14 @@ def test_a_lost_links_key_heals_when_the_members_are_placed_again(
     store.remember("a", 5.0, now=T0)
     r = store.remember("b", 6.0, now=T0)  # 4 > 3: the group (2) is the lowest unit
     assert sorted(r.evicted) == ["call", "out"]
+
+
+def test_a_hot_memory_moved_into_a_cold_group_brings_it_back(make_store: StoreFactory) -> None:
+    store = make_store(namespace="move", max_hot=2, protect_s=10)
+    store.remember("a", 1.0, group="g", now=T0)
+    store.remember("b", 1.0, group="g", now=T0)
+    store.remember("c", 5.0, now=T0 + 20 * S)  # the group goes cold
+    assert store.get("a", now=T0 + 20 * S).tier == "cold"  # type: ignore[union-attr]
+    store.remember("c", 5.0, group="g", now=T0 + 40 * S)  # c joins g: g is one tier again
+    tiers = {x: store.get(x, now=T0 + 40 * S).tier for x in "abc"}  # type: ignore[union-attr]
+    assert set(tiers.values()) == {"hot"}, tiers

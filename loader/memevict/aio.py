@@ -264,23 +264,17 @@ class AsyncMemoryStore(StoreBase):
         return await self._run(commands.stats(now=now))
 
     async def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
-        """The hot memories for a prompt, in the order first remembered, with
-        text; with ``tokens``, the highest-ranked that fit in that many tokens,
-        whole groups only (at most 1,000 memories)."""
+        """As :meth:`MemoryStore.window`."""
         return await self._run(commands.window(tokens, now=now))
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None
     ) -> ScanPage:
-        """One page of the memories of a tier; pass the returned cursor to the
-        next call until it is 0. A memory that stays in the tier is returned
-        at least once."""
+        """As :meth:`MemoryStore.scan`."""
         return await self._run(commands.scan(tier, cursor, count, now=now))
 
     async def drop(self) -> int:
-        """Deletes the whole namespace (policy, memories, indexes) in one
-        atomic call; returns the number of keys deleted. A later write
-        through any store configures the namespace again, empty."""
+        """As :meth:`MemoryStore.drop`."""
         return await self._send(commands.drop())
 
 

@@ -180,11 +180,22 @@ local function link_of(m)
   return m.group .. '\0' .. m.id
 end
 
+-- members_of, read once per group per call (t.members) until a link of the
+-- group is added or removed.
+local function members_in(g, t)
+  local ids = t.members[g]
+  if not ids then
+    ids = members_of(g)
+    t.members[g] = ids
+  end
+  return ids
+end
+
 -- Puts group g in groups, by its highest member key, if every member is
 -- evictable (in ghot); takes it out otherwise. Called for every group a call
 -- changed (t.dirty) before anything is evicted.
-local function regroup(g)
-  local ids = members_of(g)
+local function regroup(g, t)
+  local ids = members_in(g, t)
   if #ids == 0 then
     rcall('ZREM', KEY.groups, g)
     return
@@ -202,7 +213,7 @@ local function regroup(g)
 end
 
 local function regroup_dirty(t)
-  for g in pairs(t.dirty) do regroup(g) end
+  for g in pairs(t.dirty) do regroup(g, t) end
   t.dirty = {}
 end
 
@@ -232,6 +243,7 @@ local function read_tiers(now, st)
     work = WORK,
     demote = DEMOTE,
     dirty = {},
+    members = {},
   }
 end
 
@@ -353,7 +365,7 @@ local function place(m, t, p, st)
   if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
   if m.group ~= '' then
     -- (its link is written with every placement: a lost one heals here)
-    rcall('ZADD', KEY.links, 0, link_of(m))
+    if rcall('ZADD', KEY.links, 0, link_of(m)) == 1 then t.members[m.group] = nil end
     t.dirty[m.group] = true
   end
   return key
@@ -444,7 +456,8 @@ local function trim_cold(p, t)
   for i, id in ipairs(ids) do
     local m = raws[i] and unpack_meta(id, raws[i])
     if m and m.group ~= '' and not dropping[id] then
-      local members = members_of(m.group)
+      local members = members_in(m.group, t)
+      t.members[m.group] = nil -- (its links go)
       local cold = #members > 0 and rcall('ZMSCORE', KEY.cold, unpack(members)) or {}
       for j, x in ipairs(members) do
         if cold[j] then add(x, m.group .. '\0' .. x) end
@@ -519,10 +532,11 @@ end
 local function drop_cold(m, t)
   delete_cold({m.id}, m.group ~= '' and {link_of(m)} or {})
   t.cold = t.cold - 1
+  if m.group ~= '' then t.members[m.group] = nil end
 end
 
 -- Eviction ranks units: a memory in no group by its decay key, a group by
--- the highest decay key of its members (README: rule 10). enforce merges
+-- the highest decay key of its members (README: rule 11). enforce merges
 -- the two indexes, lowest first; head reads the lowest entry of one.
 local function head(index)
   local e = rcall('ZRANGE', index, 0, 0, 'WITHSCORES')
@@ -576,7 +590,7 @@ end
 
 -- Evicts group e.id whole; false if it is larger than the work left.
 local function evict_group(e, st, t, evicted)
-  local ids = members_of(e.id)
+  local ids = members_in(e.id, t)
   if #ids > t.work then return false end
   t.work = t.work - math.max(1, #ids)
   rcall('ZREM', KEY.groups, e.id)
@@ -598,7 +612,10 @@ local function evict_group(e, st, t, evicted)
       ms[#ms + 1] = m
     end
   end
-  if #lost > 0 then rcall('ZREM', KEY.links, unpack(lost)) end
+  if #lost > 0 then
+    rcall('ZREM', KEY.links, unpack(lost))
+    t.members[e.id] = nil
+  end
   if held or #ms == 0 then return true end
   table.sort(ms, function(a, b) return a.key < b.key end)
   local keyed, moved = {}, {}
@@ -670,11 +687,12 @@ local function settle(m, key, p, st, t, demoted)
 end
 
 -- Brings the cold members of memory m's group back with it (m just came
--- into the hot tier): a group's members are always in one tier. Members
--- beyond cold_max are dropped instead. Returns the ids it moved or dropped.
+-- into the hot tier from the cold tier, or is new): a group's members are
+-- always in one tier. Members beyond cold_max are dropped instead. Returns
+-- the ids it moved or dropped.
 local function bring_group(m, p, st, t)
   if m.group == '' then return {} end
-  local ids = members_of(m.group)
+  local ids = members_in(m.group, t)
   if #ids == 0 then return {} end
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
   local moved = {}
@@ -683,6 +701,7 @@ local function bring_group(m, p, st, t)
     if x and x.cold and id ~= m.id then
       if cold_gone(x, p) then
         drop_cold(x, t)
+        t.members[m.group] = nil
       else
         lift(x, t)
         refresh(x, t.now, p, st)
@@ -710,6 +729,7 @@ local function join(m, g, t)
   if m.group ~= '' then
     rcall('ZREM', KEY.links, link_of(m))
     t.dirty[m.group] = true
+    t.members[m.group] = nil
   end
   m.group = g -- (place writes its link)
 end
