@@ -17,7 +17,7 @@
 --
 -- ARGV[1] tier: 'hot' or 'cold'
 -- ARGV[2] cursor: the cursor a page returned, '0' to start
--- ARGV[3] count: whole number in [1, 500], metadata entries read for this page
+-- ARGV[3] count: whole number in [1, 200], metadata entries read for this page
 -- ARGV[4] now: whole ms since the Unix epoch, or '' for the server clock
 --
 -- Returns: [cursor, [memory, ...]] with cursor the next page's ('0': done)
@@ -34,7 +34,7 @@ local c = ARG.cursor
 if not string.find(c, '^%d+$') or #c > 20 or (#c == 20 and c > '18446744073709551615') then
   fail('BAD_ARG', 'cursor must be a cursor a page returned, or 0')
 end
-local count = arg_count(ARG.count, 'count', 1, 500)
+local count = arg_count(ARG.count, 'count', 1, 200)
 local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)

@@ -21,6 +21,7 @@ from memevict.bench.peers import PEERS
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.timing import Sample, Samples, percentile, rotated, throughput_ratio, time_ratio
 from memevict.cli import main
+from memevict.commands import MAX_SCAN
 from memevict.seed import SeedPeer
 from tests.seed import SeedTarget
 from tests.servers import Server
@@ -55,7 +56,7 @@ METHODS = {
     "remember with a group (evicting)",
     "window(4,000 tokens)",
     "window (no budget)",
-    "scan (1,000 per page)",
+    f"scan ({MAX_SCAN:,} per page)",
 }
 
 

@@ -14,6 +14,7 @@ import redis
 from memevict import (
     GroupFull,
     Item,
+    Memory,
     MemoryStore,
     NoPolicy,
     NotFound,
@@ -278,7 +279,14 @@ def test_scan_pages_through_every_memory_of_a_tier(make_store: StoreFactory) -> 
             if cursor == 0:
                 break
         assert len(set(seen)) == expected and pages > 1
-    memory = next(m for m in store.scan("hot", 0, 500, now=T0).memories if m.id == "n0")
+    every: dict[str, Memory] = {}
+    cursor = 0
+    while True:
+        page = store.scan("hot", cursor, 200, now=T0)
+        every.update((m.id, m) for m in page.memories)
+        if (cursor := page.cursor) == 0:
+            break
+    memory = every["n0"]
     assert memory.text is None and memory.importance == 10.0
 
 

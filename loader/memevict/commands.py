@@ -43,7 +43,7 @@ MAX_BATCH = 100  # items per remember_many, as in lua/remember_many.lua
 MAX_TOKENS = 1_000_000_000  # tokens of one memory, as in lua/lib/args.lua
 MAX_GROUP_BYTES = 256  # as in lua/lib/args.lua
 MAX_BUDGET = 2**53 - 1  # as in lua/window.lua
-MAX_SCAN = 500  # metadata entries per scan page, as in lua/scan.lua
+MAX_SCAN = 200  # metadata entries per scan page, as in lua/scan.lua
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,8 +191,7 @@ def _t8(windows: Windows) -> Target:
             + (
                 ""
                 if unbounded is None
-                else f"; without a budget (at most 1,000 memories): "
-                f"{_ms(unbounded.sample.server_us)}"
+                else f"; without a budget (at most 400 memories): {_ms(unbounded.sample.server_us)}"
             )
         ),
     )

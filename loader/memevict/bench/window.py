@@ -10,7 +10,7 @@ one group. The cases, in interleaved rounds:
             far a call looks (it stops when nothing is left, else it goes on
             through the candidates for one small enough), so a run covers a
             spread of budgets rather than one lucky or unlucky number.
-  window()  no budget: every hot memory, at most 1,000 (for information)
+  window()  no budget: every hot memory, at most 400 (for information)
 
 The server time of every call is read on its own (INFO commandstats after
 each call: EVALSHA_RO or FCALL_RO, the script's entry only).
