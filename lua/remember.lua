@@ -66,8 +66,9 @@ check_budget(tokens, p)
 return once(p, function()
   local m = read_meta(id)
   local gone = m and cold_gone(m, p)
-  join_check(not gone and m or nil, group)
+  local members = join_check(not gone and m or nil, group)
   local t = read_tiers(now, st)
+  if members then t.members[group] = members end
   -- Writes start here.
   start_writes(t, p, st)
   if gone then drop_cold(m, t) end

@@ -365,7 +365,9 @@ local function place(m, t, p, st)
   if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
   if m.group ~= '' then
     -- (its link is written with every placement: a lost one heals here)
-    if rcall('ZADD', KEY.links, 0, link_of(m)) == 1 then t.members[m.group] = nil end
+    if rcall('ZADD', KEY.links, 0, link_of(m)) == 1 and t.members[m.group] then
+      table.insert(t.members[m.group], m.id) -- (a new member: the list read stays true)
+    end
     t.dirty[m.group] = true
   end
   return key
@@ -693,7 +695,7 @@ end
 local function bring_group(m, p, st, t)
   if m.group == '' then return {} end
   local ids = members_in(m.group, t)
-  if #ids == 0 then return {} end
+  if #ids <= 1 then return {} end -- (m alone)
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
   local moved = {}
   for i, id in ipairs(ids) do
@@ -715,13 +717,17 @@ local function bring_group(m, p, st, t)
 end
 
 -- Puts memory m in group g (its current group, if any, loses it). Before
--- any write: join_check refuses a full group.
+-- any write: join_check reads g's members (returned, for t.members) and
+-- refuses a full group.
 local function join_check(m, g)
-  if g == '' or (m and m.group == g) then return end
-  if typed_read('ZLEXCOUNT', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1') >= GROUP_MAX then
+  if g == '' then return nil end
+  local ids = typed_read('ZRANGEBYLEX', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1')
+  for i, entry in ipairs(ids) do ids[i] = string.sub(entry, #g + 2) end
+  if #ids >= GROUP_MAX and not (m and m.group == g) then
     fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' already has ' .. GROUP_MAX ..
       ' members')
   end
+  return ids
 end
 
 local function join(m, g, t)
