@@ -5,6 +5,7 @@ worked out here from the README's rules, never by the code under test.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -377,3 +378,25 @@ def test_a_hot_memory_moved_into_a_cold_group_brings_it_back(make_store: StoreFa
     store.remember("c", 5.0, group="g", now=T0 + 40 * S)  # c joins g: g is one tier again
     tiers = {x: store.get(x, now=T0 + 40 * S).tier for x in "abc"}  # type: ignore[union-attr]
     assert set(tiers.values()) == {"hot"}, tiers
+
+
+def test_lowering_cold_max_drops_whole_groups_in_bounded_steps(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    store = make_store(namespace="trim", max_hot=1, protect_s=0)
+    for i in range(40):  # 40 groups of 10 go cold
+        store.remember_many([Item(f"g{i}.{k}", 1.0, group=f"g{i}") for k in range(10)], now=T0)
+    store.remember("top", 100.0, now=T0)
+    assert store.stats(now=T0).cold == 400
+    cold = key_name("trim", "cold")
+    sizes = [client.zcard(cold)]
+    store.set_policy(cold_max=5, now=T0)  # 395 to drop: more than one call's work
+    sizes.append(client.zcard(cold))
+    while store.evict(now=T0).backlog:
+        sizes.append(client.zcard(cold))
+    sizes.append(client.zcard(cold))
+    steps = [a - b for a, b in itertools.pairwise(sizes)]
+    assert len(steps) > 1 and all(step < 200 + 100 for step in steps), steps  # WORK + GROUP_MAX
+    # whole groups go, so the tier ends at or below cold_max, with whole groups
+    left = [m.decode() for m in client.zrange(cold, 0, -1)]
+    assert len(left) <= 5 and len(left) % 10 == 0

@@ -440,9 +440,9 @@ local function delete_cold(ids, links)
   if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
 end
 
--- The cold tier keeps its cold_max most recently evicted memories (up to
--- WORK dropped per call, with the rest of their groups; until then reads
--- treat the rest as gone: cold_gone).
+-- The cold tier keeps its cold_max most recently evicted memories (about
+-- WORK dropped per call, each with the cold rest of its group, so fewer
+-- than WORK + GROUP_MAX; until then reads treat the rest as gone: cold_gone).
 local function trim_cold(p, t)
   local excess = math.min(t.cold - p.cold_max, WORK)
   if excess <= 0 then return end
@@ -456,6 +456,7 @@ local function trim_cold(p, t)
     if link then links[#links + 1] = link end
   end
   for i, id in ipairs(ids) do
+    if #drop >= WORK then break end -- (whole groups: at most WORK + GROUP_MAX)
     local m = raws[i] and unpack_meta(id, raws[i])
     if m and m.group ~= '' and not dropping[id] then
       local members = members_in(m.group, t)
