@@ -75,7 +75,7 @@ return once(p, function()
   for g, joiners in pairs(joining) do -- every group checked before the first write
     local count = 0
     for _ in pairs(joiners) do count = count + 1 end
-    if typed_read('ZLEXCOUNT', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1') + count >
+    if typed_read('ZLEXCOUNT', KEY.links, group_range(g)) + count >
         GROUP_MAX then
       fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' would have more than ' ..
         GROUP_MAX .. ' members')

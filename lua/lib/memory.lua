@@ -169,8 +169,13 @@ end
 -- group .. '\1' and after every other group's entries.
 local GROUP_MAX = 100 -- members per group: one call handles a whole group
 
+-- The lex range of group g's entries in links.
+local function group_range(g)
+  return '[' .. g .. '\0', '(' .. g .. '\1'
+end
+
 local function members_of(group)
-  local entries = rcall('ZRANGEBYLEX', KEY.links, '[' .. group .. '\0', '(' .. group .. '\1')
+  local entries = rcall('ZRANGEBYLEX', KEY.links, group_range(group))
   local ids = {}
   for i, entry in ipairs(entries) do ids[i] = string.sub(entry, #group + 2) end
   return ids
@@ -722,7 +727,7 @@ end
 -- refuses a full group.
 local function join_check(m, g)
   if g == '' then return nil end
-  local ids = typed_read('ZRANGEBYLEX', KEY.links, '[' .. g .. '\0', '(' .. g .. '\1')
+  local ids = typed_read('ZRANGEBYLEX', KEY.links, group_range(g))
   for i, entry in ipairs(ids) do ids[i] = string.sub(entry, #g + 2) end
   if #ids >= GROUP_MAX and not (m and m.group == g) then
     fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' already has ' .. GROUP_MAX ..
