@@ -175,7 +175,7 @@ local function group_range(g)
 end
 
 local function members_of(group)
-  local entries = rcall('ZRANGEBYLEX', KEY.links, group_range(group))
+  local entries = typed_read('ZRANGEBYLEX', KEY.links, group_range(group))
   local ids = {}
   for i, entry in ipairs(entries) do ids[i] = string.sub(entry, #group + 2) end
   return ids
@@ -727,8 +727,7 @@ end
 -- refuses a full group.
 local function join_check(m, g)
   if g == '' then return nil end
-  local ids = typed_read('ZRANGEBYLEX', KEY.links, group_range(g))
-  for i, entry in ipairs(ids) do ids[i] = string.sub(entry, #g + 2) end
+  local ids = members_of(g)
   if #ids >= GROUP_MAX and not (m and m.group == g) then
     fail('GROUP_FULL', 'group ' .. string.sub(g, 1, 256) .. ' already has ' .. GROUP_MAX ..
       ' members')
