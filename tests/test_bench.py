@@ -116,9 +116,10 @@ def test_quick_bench_reports_every_peer_and_target(
         assert _number(arm["server_us_per_call"]) and arm["server_us_per_call"] > 0, name
         assert 0 < arm["evicting"] <= 1 and arm["evicted_per_eviction"] >= 1, (name, arm)
         assert arm["calls"] == data["config"]["budget_rounds"] * data["config"]["budget_ops"]
+        assert _number(arm["evicting_server_us_per_call"]), name
     assert budget["arms"]["plain"]["evicting"] == 1  # a count budget: every call evicts one
     assert budget["arms"]["plain"]["evicted_per_eviction"] == 1
-    for ratios in ("ratios", "ratios_every_call"):
+    for ratios in ("ratios", "ratios_every_evicting_call", "ratios_every_call"):
         assert set(budget[ratios]) == {"tokens", "ttl"}
         assert all(_number(x) for x in budget[ratios].values())
 

@@ -119,11 +119,15 @@ def to_json(r: Results) -> dict[str, Any]:
                     "evicting": arm.evicting,
                     "evicted_per_eviction": arm.evicted_per_eviction,
                     "quiet_server_us_per_call": arm.quiet_server_us,
+                    "evicting_server_us_per_call": arm.evicting_server_us,
                     "every_server_us_per_call": arm.every_server_us,
                 }
                 for name, arm in r.budget.arms.items()
             },
             "ratios": {name: r.budget.ratio(name) for name in r.budget.arms if name != "plain"},
+            "ratios_every_evicting_call": {
+                name: r.budget.evicting_ratio(name) for name in r.budget.arms if name != "plain"
+            },
             "ratios_every_call": {
                 name: r.budget.every_ratio(name) for name in r.budget.arms if name != "plain"
             },
@@ -249,20 +253,23 @@ def _budget_rows(b: Budget, c: dict[str, Any]) -> list[str]:
         f"against max_tokens {b.max_tokens:,}, protect_s=0, cold_max {b.capacity:,}; "
         f"{c['budget_rounds']} rounds of {c['budget_ops']:,} calls per arm, server time of "
         "each call (INFO commandstats, the script entry only)",
-        f"  {'arm':<38}{'p50 µs':>9}{'evicting':>10}{'evicted':>9}{'server µs':>11}"
-        f"{'÷plain':>8}{'not evicting':>14}{'every call':>12}{'÷plain':>8}",
+        f"  {'arm':<38}{'p50 µs':>9}{'evicting':>10}{'evicted':>9}{'one out':>9}"
+        f"{'÷plain':>8}{'evicting':>10}{'÷plain':>8}{'none out':>10}{'every call':>12}"
+        f"{'÷plain':>8}",
     ]
     for name, arm in b.arms.items():
         ratio = "" if name == "plain" else f"{_n(b.ratio(name), 2)}x"
+        evicting = "" if name == "plain" else f"{_n(b.evicting_ratio(name), 2)}x"
         every = "" if name == "plain" else f"{b.every_ratio(name):.2f}x"
         rows.append(
             f"  {ARM_LABELS[name]:<38}{arm.sample.p50_us:>9,.0f}{arm.evicting:>10.0%}"
-            f"{arm.evicted_per_eviction:>9.2f}{_n(arm.sample.server_us, 1):>11}{ratio:>8}"
-            f"{_n(arm.quiet_server_us, 1):>14}{arm.every_server_us:>12,.1f}{every:>8}"
+            f"{arm.evicted_per_eviction:>9.2f}{_n(arm.sample.server_us, 1):>9}{ratio:>8}"
+            f"{_n(arm.evicting_server_us, 1):>10}{evicting:>8}"
+            f"{_n(arm.quiet_server_us, 1):>10}{arm.every_server_us:>12,.1f}{every:>8}"
         )
     rows.append(
-        "  (evicting: share of calls that evicted; evicted: memories per evicting call; server "
-        "µs: per evicting call (T7); not evicting, every call: server µs per such call)"
+        "  (evicting: share of calls that evicted; evicted: memories per evicting call; then "
+        "server µs per call that evicted one memory (T7), any number, none, and per call)"
     )
     return rows
 

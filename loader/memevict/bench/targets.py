@@ -155,21 +155,27 @@ def _ms(us: float | None) -> str:
 def _t7(budget: Budget) -> Target:
     plain, tokens = budget.arms["plain"], budget.arms["tokens"]
     ttl = budget.ratio("ttl")
+    every_evicting = budget.evicting_ratio("tokens")
     return Target(
         "T7",
         "remember() on a full store, evicting: tokens 10..500 under max_tokens and half the "
-        "memories in pairs vs tokens 1, no group under max_hot, server time per evicting call",
+        "memories in pairs vs tokens 1, no group under max_hot, server time per call that "
+        "evicted one memory (the same eviction work)",
         budget.ratio("tokens"),
         1.2,
         False,
         note=(
             f"{tokens.sample.server_us or 0:,.1f} vs {plain.sample.server_us or 0:,.1f} µs; "
-            f"{tokens.evicting:.0%} of its calls evicted, {tokens.evicted_per_eviction:.2f} "
-            "memories each"
+            f"every evicting call: {_n2(every_evicting)}x ({tokens.evicting:.0%} of its "
+            f"calls evicted, {tokens.evicted_per_eviction:.2f} memories each, plain exactly 1)"
             f"; every call, evicting or not: {budget.every_ratio('tokens'):.2f}x"
             + ("" if ttl is None else f"; with idle_ttl_s as well: {ttl:.2f}x")
         ),
     )
+
+
+def _n2(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
 
 
 def _t8(windows: Windows) -> Target:
