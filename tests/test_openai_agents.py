@@ -1,0 +1,209 @@
+"""MemevictSession under a real OpenAI Agents SDK Runner, with a scripted Model (no network).
+
+A 200-turn conversation with tool calls (some failing) runs through a small token budget.
+Every input the model is sent is checked: no tool call without its output or output without
+its call, the session's history within the budget, and the user's standing instruction from
+turn 0 still there at the end. The same conversation through a FIFO session with the same
+budget loses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agents import (
+    Agent,
+    ModelResponse,
+    ModelSettings,
+    RunConfig,
+    Runner,
+    Usage,
+    function_tool,
+)
+from agents.models.interface import Model
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+
+from memevict.integrations._conversation import approx_tokens
+from memevict.integrations.openai_agents import MemevictSession, whole_tail
+from tests.servers import Server
+
+TURNS = 200
+BUDGET = 900  # tokens of history: a dozen or two items
+INSTRUCTION = "From now on, always answer in French and sign as Bob."
+RUN = RunConfig(tracing_disabled=True)
+
+
+def _text(item: dict[str, Any]) -> str:
+    """An item as the session stores it (compact JSON), which its token cost counts."""
+    return json.dumps(item, separators=(",", ":"))
+
+
+class ScriptedModel(Model):
+    """Answers by the last input item: a user message on an even turn asks for a tool,
+    a tool output or any other message gets a reply. Records every input it is sent."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[dict[str, Any]]] = []
+        self.calls = 0
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[Any],
+        model_settings: ModelSettings,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        self.inputs.append([dict(i) for i in items])
+        last = items[-1]
+        self.calls += 1
+        turn = len(self.inputs)
+        if last.get("role") == "user" and "lookup" in str(last.get("content")):
+            call = ResponseFunctionToolCall(
+                type="function_call",
+                call_id=f"call-{self.calls}",
+                name="lookup",
+                arguments=json.dumps({"q": f"order {turn}"}),
+                id=f"fc-{self.calls}",
+                status="completed",
+            )
+            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+        reply = ResponseOutputMessage(
+            id=f"msg-{self.calls}",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[
+                ResponseOutputText(
+                    type="output_text", text=f"Noted, reply {self.calls}.", annotations=[]
+                )
+            ],
+        )
+        return ModelResponse(output=[reply], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+@function_tool
+def lookup(q: str) -> str:
+    """Looks an order up."""
+    n = int(q.split()[-1])
+    if n % 5 == 0:
+        raise RuntimeError(f"lookup failed: connection refused for {q}")
+    return f"order {n}: shipped, " + "details " * 20
+
+
+class FifoSession:
+    """The comparison: keeps the newest items that fit in the same budget (what a FIFO
+    list trimmed to a token budget keeps), pairs kept whole as memevict does."""
+
+    def __init__(self, session_id: str, budget: int) -> None:
+        self.session_id, self.session_settings = session_id, None
+        self.items: list[dict[str, Any]] = []
+        self.budget = budget
+
+    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        kept: list[dict[str, Any]] = []
+        used = 0
+        for item in reversed(self.items):
+            used += approx_tokens(_text(item))
+            if used > self.budget:
+                break
+            kept.insert(0, item)
+        return whole_tail(kept, len(kept))
+
+    async def add_items(self, items: list[dict[str, Any]]) -> None:
+        self.items.extend(items)
+
+    async def pop_item(self) -> dict[str, Any] | None:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.items.clear()
+
+
+def _user(turn: int) -> str:
+    if turn == 0:
+        return INSTRUCTION
+    if turn % 2 == 0:
+        return f"Please lookup order {turn} for me."
+    return f"ok thanks, turn {turn}"
+
+
+async def _converse(session: Any) -> ScriptedModel:
+    model = ScriptedModel()
+    agent = Agent(name="clerk", instructions="You are a clerk.", model=model, tools=[lookup])
+    for turn in range(TURNS):
+        await Runner.run(agent, _user(turn), session=session, run_config=RUN)
+    return model
+
+
+def _check_pairs(items: list[dict[str, Any]]) -> None:
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
+    assert sorted(calls) == sorted(outputs), items
+
+
+def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Server) -> None:
+    url = f"redis://127.0.0.1:{server.port}"
+
+    async def run() -> tuple[ScriptedModel, list[dict[str, Any]]]:
+        session = MemevictSession("agents-200", url=url, max_tokens=BUDGET)
+        try:
+            await session.clear_session()
+            model = await _converse(session)
+            history = await session.get_items()
+            stats = await session.store.stats()
+            assert stats.cold > 0  # memories were evicted, and kept recallable
+            return model, history
+        finally:
+            await session.close()
+
+    model, history = asyncio.run(run())
+    lookups = sum("lookup" in _user(turn) for turn in range(TURNS))
+    assert len(model.inputs) == TURNS + lookups  # one more model call per tool round trip
+    for sent in model.inputs:
+        _check_pairs(sent)
+    assert sum(approx_tokens(_text(i)) for i in history) <= BUDGET
+    assert any(INSTRUCTION in json.dumps(i) for i in model.inputs[-1])
+
+    fifo = asyncio.run(_converse(FifoSession("fifo", BUDGET)))
+    assert not any(INSTRUCTION in json.dumps(i) for i in fifo.inputs[-1])
+    assert len(fifo.inputs[-1]) > 3  # FIFO kept a window too, just the wrong one
+
+
+def test_pop_get_limit_and_clear(server: Server) -> None:
+    url = f"redis://127.0.0.1:{server.port}"
+
+    async def run() -> None:
+        session = MemevictSession("agents-pop", url=url, max_tokens=BUDGET)
+        try:
+            await session.clear_session()
+            assert await session.get_items() == [] and await session.pop_item() is None
+            call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+            output = {"type": "function_call_output", "call_id": "c1", "output": "42"}
+            user = {"role": "user", "content": "what is f?"}
+            await session.add_items([user, call, output])
+            assert await session.get_items() == [user, call, output]
+            assert await session.get_items(limit=2) == [call, output]
+            assert await session.get_items(limit=1) == []  # never an output without its call
+            assert await session.pop_item() == output
+            assert await session.get_items() == [user, call]  # the pop took only the newest
+            await session.clear_session()
+            assert await session.get_items() == []
+        finally:
+            await session.close()
+
+    asyncio.run(run())
