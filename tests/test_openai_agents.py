@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from agents import (
     Agent,
     ModelResponse,
@@ -32,6 +33,7 @@ from openai.types.responses import (
 
 from memevict.integrations._conversation import approx_tokens
 from memevict.integrations.openai_agents import MemevictSession, whole_tail
+from tests.cluster import KINDS, shared
 from tests.servers import Server
 
 TURNS = 200
@@ -142,10 +144,10 @@ def _user(turn: int) -> str:
     return f"ok thanks, turn {turn}"
 
 
-async def _converse(session: Any) -> ScriptedModel:
+async def _converse(session: Any, turns: int = TURNS) -> ScriptedModel:
     model = ScriptedModel()
     agent = Agent(name="clerk", instructions="You are a clerk.", model=model, tools=[lookup])
-    for turn in range(TURNS):
+    for turn in range(turns):
         await Runner.run(agent, _user(turn), session=session, run_config=RUN)
     return model
 
@@ -207,3 +209,27 @@ def test_pop_get_limit_and_clear(server: Server) -> None:
             await session.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_session_runs_on_a_cluster_url(request: pytest.FixtureRequest, kind: str) -> None:
+    cluster = shared(request.config, kind)
+    cluster.wait_stable()
+    url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
+
+    async def run() -> ScriptedModel:
+        sessions = [MemevictSession(f"agents-c{n}", url=url, max_tokens=BUDGET) for n in range(3)]
+        try:
+            for session in sessions:
+                await session.clear_session()
+            models = [await _converse(session, turns=40) for session in sessions]
+            assert all([await s.get_items() for s in sessions])
+            return models[-1]
+        finally:
+            for session in sessions:
+                await session.close()
+
+    model = asyncio.run(run())
+    for sent in model.inputs:
+        _check_pairs(sent)
+    assert any(INSTRUCTION in json.dumps(i) for i in model.inputs[-1])

@@ -275,6 +275,7 @@ class AsyncMemoryStore(StoreBase):
 
     async def drop(self) -> int:
         """As :meth:`MemoryStore.drop`."""
+        await self._ready()  # (a from_url store learns here whether it talks to a cluster)
         return await self._send(commands.drop())
 
 
