@@ -32,7 +32,7 @@ from openai.types.responses import (
 )
 
 from memevict.integrations._conversation import approx_tokens
-from memevict.integrations.openai_agents import MemevictSession, whole_tail
+from memevict.integrations.openai_agents import MemevictSession, entries_of, whole_tail
 from tests.cluster import KINDS, shared
 from tests.servers import Server
 
@@ -233,3 +233,19 @@ def test_the_session_runs_on_a_cluster_url(request: pytest.FixtureRequest, kind:
     for sent in model.inputs:
         _check_pairs(sent)
     assert any(INSTRUCTION in json.dumps(i) for i in model.inputs[-1])
+
+
+def test_a_reasoning_item_is_linked_to_the_item_after_it() -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    call = {"type": "function_call", "call_id": "c9", "name": "f", "arguments": "{}"}
+    message = {"role": "assistant", "content": "done"}
+    entries, left_open = entries_of([reasoning, call, reasoning, message])
+    groups = [e.group for e in entries]
+    assert groups[0] == groups[1] == "call:c9"  # the reasoning joins the call's group
+    assert groups[2] == groups[3] and groups[2] is not None and groups[2] != "call:c9"
+    assert left_open is None and len({e.id for e in entries}) == 4
+
+    entries, left_open = entries_of([message, reasoning])  # the next item comes later
+    assert entries[0].group is None and left_open == entries[1].group is not None
+    later, _ = entries_of([message], left_open)
+    assert later[0].group == left_open

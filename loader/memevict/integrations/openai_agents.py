@@ -18,12 +18,14 @@ newest item of the window; ``clear_session`` drops the namespace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Sequence
 from typing import Any
 
 from memevict.aio import AsyncMemoryStore
+from memevict.errors import BadArgument, NotFound
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     PIN_AT,
@@ -132,7 +134,7 @@ class MemevictSession:
         **policy: float | int | str,
     ) -> None:
         if (url is None) == (store is None):
-            raise ValueError("give MemevictSession either url or store")
+            raise BadArgument("give MemevictSession either url or store")
         self.session_id = session_id
         self.session_settings = session_settings
         if store is None:
@@ -174,7 +176,8 @@ class MemevictSession:
             await self.store.remember(
                 id, memory.importance, tokens=memory.tokens, group=f"pop:{id}"
             )
-        await self.store.forget(id)
+        with contextlib.suppress(NotFound):  # (forgotten meanwhile by another worker)
+            await self.store.forget(id)
         return dict(json.loads(text))
 
     async def clear_session(self) -> None:
