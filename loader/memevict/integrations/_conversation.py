@@ -14,7 +14,7 @@ Sync and async share everything but the store calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -101,7 +101,7 @@ class _Known:
     def __init__(self) -> None:
         self._ids: dict[str, None] = {}
 
-    def __contains__(self, id: str) -> bool:
+    def __contains__(self, id: object) -> bool:
         return id in self._ids
 
     def add(self, ids: Iterable[str]) -> None:
@@ -126,6 +126,11 @@ class _Base(Generic[StoreT]):
         self.store: StoreT = store
         self.labeler, self.count_tokens, self.pin_at = labeler, count_tokens, pin_at
         self._known = _Known()
+
+    @property
+    def known(self) -> Container[str]:
+        """Ids this conversation has stored or found stored (the newest 10,000)."""
+        return self._known
 
     def _unseen(self, entries: Sequence[Entry]) -> list[Entry]:
         return [e for e in entries if e.id not in self._known]
@@ -166,6 +171,15 @@ class Conversation(_Base[MemoryStore]):
         budget = self._budget(tail)
         return _compose(self.store.window(budget) if budget > 0 else None, tail)
 
+    def turn(self, history: Sequence[Entry], tail: Sequence[Entry]) -> list[tuple[str, str]]:
+        """One model call: remembers the new ``history``, reads the window for the current
+        turn ``tail``, then remembers the turn (after the window is read, so that it does
+        not take the history's room in it). Returns :meth:`window`'s answer."""
+        self.add(history, only_new=True)
+        window = self.window(tail)
+        self.add(tail, only_new=True)
+        return window
+
 
 class AsyncConversation(_Base[AsyncMemoryStore]):
     """:class:`Conversation` for an :class:`~memevict.aio.AsyncMemoryStore`; the labeler
@@ -186,3 +200,10 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         await self.store  # (opened: its policy read)
         budget = self._budget(tail)
         return _compose(await self.store.window(budget) if budget > 0 else None, tail)
+
+    async def turn(self, history: Sequence[Entry], tail: Sequence[Entry]) -> list[tuple[str, str]]:
+        """See :meth:`Conversation.turn`."""
+        await self.add(history, only_new=True)
+        window = await self.window(tail)
+        await self.add(tail, only_new=True)
+        return window

@@ -1,0 +1,441 @@
+"""Agent middleware for LangChain v1 that evicts by importance x recency, not FIFO.
+
+``MemevictMiddleware`` is an ``AgentMiddleware`` for ``langchain.agents.create_agent``::
+
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt="You are a clerk.",
+        middleware=[MemevictMiddleware(url="redis://localhost:6379", max_tokens=8000)],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "42"}})
+
+Before every model call it remembers the request's new messages and sends the model the
+memevict window in their place (``wrap_model_call`` and ``awrap_model_call``). The
+system message and the graph state are left alone: the state keeps the whole
+conversation, only what the model is sent is trimmed.
+
+What it maps:
+
+- *A message is one memory*, by its ``id`` (the agent state gives every message one; a
+  message without one gets ``sha256:`` and the hash of its text, so identical id-less
+  messages are one memory). Its text is the JSON of ``message_to_dict(message)``
+  (:func:`text_of`); its cost is ``count_tokens`` of that text.
+- *Importance* comes from the labeler (:func:`memevict.importance.rules` by default),
+  which reads (:func:`message_of`) the message's text with role "user" (human),
+  "assistant" (AI), "tool", "system" or a ``ChatMessage``'s role; an AI message with tool
+  calls has kind "function_call" and its calls in its text, a ``ToolMessage`` kind
+  "function_call_output" and its ``status`` as ``tool_status`` (so ``status="error"`` is a
+  tool error). A message at ``pin_at`` or above (an instruction, by the rules) is
+  whitelisted: it stays in the prompt however old.
+- *Links*: an AI message with tool calls and the ``ToolMessage``s answering them (by
+  ``tool_call_id``) are one group, ``ai:<message id>``, kept or evicted together, so the
+  model is never sent a tool call without its result or a result without its call.
+- *The namespace*: one per thread, ``langchain:<thread_id>`` (``langchain:default``
+  without a thread id), unless ``namespace`` names one for all threads.
+
+The current turn is always sent, never trimmed: the last message and, if it is a
+``ToolMessage``, its whole group (the AI message and all its ``ToolMessage``s). The
+history before it gets what the current turn leaves of ``max_tokens``: the
+highest-ranked whole groups that fit, in time order. So the messages sent (the system
+message aside) cost at most ``max_tokens``, or only the current turn if it alone costs
+more. A message of the window that is not in the request (removed from the state, or of
+another thread in a shared namespace) is not sent, nor is a tool call or result whose
+other half is not sent. The evicted stay in the cold tier, recallable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Container, Sequence
+from typing import Generic, TypeVar
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ContextT,
+    ModelRequest,
+    ModelResponse,
+    ResponseT,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
+from langgraph.config import get_config
+
+from memevict.aio import AsyncMemoryStore
+from memevict.clients import async_client_from_url, async_routed, client_from_url, close_client
+from memevict.commands import MAX_GROUP_BYTES, MAX_ID_BYTES, check_namespace
+from memevict.errors import BadArgument, BadNamespace
+from memevict.importance import Labeler, Message, rules
+from memevict.integrations._conversation import (
+    PIN_AT,
+    AsyncConversation,
+    Conversation,
+    Entry,
+    TokenCounter,
+    approx_tokens,
+    conversation_policy,
+)
+from memevict.registry import AsyncClient, SyncClient
+from memevict.store import MemoryStore
+
+DEFAULT_NAMESPACE = "langchain:default"
+_CONVERSATIONS = 1024  # namespaces whose Conversation a middleware keeps open
+
+C = TypeVar("C", Conversation, AsyncConversation)
+M = TypeVar("M", bound=BaseMessage)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _fits(value: str, max_bytes: int) -> bool:
+    """Whether memevict takes ``value`` as an id or a group: 1..max_bytes of UTF-8, no NUL."""
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return 1 <= len(raw) <= max_bytes and b"\0" not in raw
+
+
+def text_of(message: BaseMessage) -> str:
+    """The text remembered for ``message``: the JSON of ``message_to_dict(message)``, from
+    which ``messages_from_dict`` rebuilds it."""
+    return json.dumps(message_to_dict(message), separators=(",", ":"), default=str)
+
+
+def id_of(message: BaseMessage, text: str | None = None) -> str:
+    """The memory id of ``message``: its ``id``, or ``sha256:`` and the hash of its text
+    when it has none (or one memevict cannot take)."""
+    if isinstance(message.id, str) and _fits(message.id, MAX_ID_BYTES):
+        return message.id
+    return "sha256:" + _sha256(text_of(message) if text is None else text)
+
+
+def _calls(message: AIMessage) -> list[str]:
+    """The ids of the tool calls of an AI message, the invalid ones too (the agent answers
+    those with an error ``ToolMessage``)."""
+    ids = [call["id"] for call in message.tool_calls]
+    ids += [call["id"] for call in message.invalid_tool_calls]
+    return [id for id in ids if id]
+
+
+def message_of(message: BaseMessage) -> Message:
+    """What the labeler reads of a message."""
+    text = str(message.text)
+    if isinstance(message, AIMessage):
+        calls = [f"{c['name']}({json.dumps(c['args'], default=str)})" for c in message.tool_calls]
+        calls += [f"{c['name'] or ''}({c['args'] or ''})" for c in message.invalid_tool_calls]
+        if calls:
+            return Message("\n".join([text, *calls]).strip(), "assistant", "function_call")
+        return Message(text, "assistant")
+    if isinstance(message, ToolMessage):
+        return Message(text, "tool", "function_call_output", message.status)
+    if isinstance(message, FunctionMessage):
+        return Message(text, "function", "function_call_output")
+    if isinstance(message, HumanMessage):
+        return Message(text, "user")
+    if isinstance(message, SystemMessage):
+        return Message(text, "system")
+    if isinstance(message, ChatMessage):
+        return Message(text, message.role)
+    return Message(text, message.type)
+
+
+def group_of(ai_id: str) -> str:
+    """The group of an AI message with tool calls and of its ``ToolMessage``s."""
+    group = f"ai:{ai_id}"
+    return group if _fits(group, MAX_GROUP_BYTES) else "ai:sha256:" + _sha256(ai_id)
+
+
+def entries_of(
+    messages: Sequence[M], known: Container[str] = ()
+) -> tuple[list[Entry], dict[str, M]]:
+    """The entries of ``messages`` in order, and the message of each id (of messages with
+    the same id, the last). A message whose id is ``known`` (remembered already) gets no
+    entry, unless it is of the current turn: only the new and the current are serialized."""
+    ids = [id_of(m) for m in messages]
+    call_group: dict[str, str] = {}  # tool_call_id -> the group of its AI message
+    for message, id in zip(messages, ids, strict=True):
+        if isinstance(message, AIMessage):
+            for call in _calls(message):
+                call_group.setdefault(call, group_of(id))
+    groups: list[str | None] = []
+    for message, id in zip(messages, ids, strict=True):
+        if isinstance(message, AIMessage) and _calls(message):
+            groups.append(group_of(id))
+        elif isinstance(message, ToolMessage):
+            groups.append(call_group.get(message.tool_call_id))
+        else:
+            groups.append(None)
+    last = messages[-1] if messages else None
+    current = groups[-1] if isinstance(last, ToolMessage) else None
+    by_id = {id: message for id, message in zip(ids, messages, strict=True)}
+    at = {id: i for i, id in enumerate(ids)}
+    entries = [
+        Entry(id, text_of(message), message_of(message), group)
+        for i, (message, id, group) in enumerate(zip(messages, ids, groups, strict=True))
+        if at[id] == i
+        and (id not in known or i == len(messages) - 1 or (current and group == current))
+    ]
+    return entries, by_id
+
+
+def current_turn(entries: Sequence[Entry]) -> list[Entry]:
+    """The current turn (always sent): the last entry and, if it is a tool result, the
+    rest of its group (its AI message and the other results)."""
+    if not entries:
+        return []
+    last = entries[-1]
+    if last.message.kind != "function_call_output" or last.group is None:
+        return [last]
+    return [e for e in entries if e.group == last.group]
+
+
+def whole_pairs(messages: Sequence[M], keep: Sequence[M] = ()) -> list[M]:
+    """``messages`` without a tool call whose results are not all there nor a tool result
+    whose call is not there; the messages of ``keep`` stay whatever they lack."""
+    kept = {id(m) for m in keep}
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    calls: set[str] = set()  # the tool calls of the AI messages that stay
+    out: list[M] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            ids = _calls(message)
+            if id(message) not in kept and not answered.issuperset(ids):
+                continue
+            calls.update(ids)
+        out.append(message)
+    return [
+        m for m in out if not isinstance(m, ToolMessage) or m.tool_call_id in calls or id(m) in kept
+    ]
+
+
+def thread_id_of(request: ModelRequest[ContextT]) -> str | None:
+    """The thread id of the run: the runtime's, else the config's ``thread_id``."""
+    info = getattr(request.runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    if thread is None:
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError:  # outside a run (or in a task on Python 3.10)
+            return None
+        thread = configurable.get("thread_id")
+    return None if thread is None else str(thread)
+
+
+def _history(entries: Sequence[Entry], tail: Sequence[Entry]) -> list[Entry]:
+    mine = {e.id for e in tail}
+    return [e for e in entries if e.id not in mine]
+
+
+def _sent(
+    window: Sequence[tuple[str, str]], tail: Sequence[Entry], by_id: dict[str, AnyMessage]
+) -> list[AnyMessage]:
+    """The request's messages that the window names, in its order, pairs whole."""
+    sent = [by_id[id] for id, _ in window if id in by_id]
+    return whole_pairs(sent, [by_id[e.id] for e in tail])
+
+
+class _Cache(Generic[C]):
+    """The open conversations of a middleware, by namespace, the least recently used
+    dropped past ``_CONVERSATIONS`` (its store reopens on the next call)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, C] = OrderedDict()
+
+    def get(self, namespace: str) -> C | None:
+        found = self._items.get(namespace)
+        if found is not None:
+            self._items.move_to_end(namespace)
+        return found
+
+    def put(self, namespace: str, conversation: C) -> C:
+        self._items[namespace] = conversation
+        while len(self._items) > _CONVERSATIONS:
+            self._items.popitem(last=False)
+        return conversation
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, ResponseT]):
+    """Sends the model the memevict window of the conversation instead of all of it.
+
+    Give it a ``url`` (a single server or a cluster node; the middleware makes and owns
+    its clients) or an open ``client`` (a ``redis.Redis`` or ``RedisCluster``, for
+    ``invoke``) and/or ``async_client`` (``redis.asyncio``, for ``ainvoke``); with a
+    ``url`` too, it makes whichever is not given. ``max_tokens`` is the budget of the
+    messages sent; ``namespace`` one namespace for every thread (one per thread by
+    default); ``labeler``, ``count_tokens`` and ``pin_at`` as for
+    :class:`~memevict.integrations._conversation.Conversation`; ``policy`` changes any
+    other Policy field (see
+    :func:`~memevict.integrations._conversation.conversation_policy`). Close the clients
+    it made with :meth:`close` and :meth:`aclose`."""
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        client: SyncClient | None = None,
+        async_client: AsyncClient | None = None,
+        max_tokens: int = 8000,
+        namespace: str | None = None,
+        labeler: Labeler = rules,
+        count_tokens: TokenCounter = approx_tokens,
+        pin_at: float = PIN_AT,
+        **policy: float | int | str,
+    ) -> None:
+        super().__init__()
+        if url is None and client is None and async_client is None:
+            raise BadArgument("give MemevictMiddleware a url, a client or an async_client")
+        self.url = url
+        self.namespace = None if namespace is None else check_namespace(namespace)
+        self.policy = conversation_policy(max_tokens, **policy)
+        self.labeler, self.count_tokens, self.pin_at = labeler, count_tokens, pin_at
+        self._client, self._owns_client = client, False
+        self._async_client, self._owns_async_client = async_client, False
+        self._routing: asyncio.Future[AsyncClient] | None = None
+        self._lock = threading.Lock()
+        self._conversations: _Cache[Conversation] = _Cache()
+        self._async_conversations: _Cache[AsyncConversation] = _Cache()
+
+    def namespace_of(self, request: ModelRequest[ContextT]) -> str:
+        """The namespace of the request's thread."""
+        if self.namespace is not None:
+            return self.namespace
+        thread = thread_id_of(request)
+        if thread is None:
+            return DEFAULT_NAMESPACE
+        try:
+            return check_namespace(f"langchain:{thread}")
+        except BadNamespace:  # a thread id with spaces, braces, ... or too long
+            return f"langchain:sha256:{_sha256(thread)}"
+
+    # --- stores ---------------------------------------------------------------------
+
+    def _sync_client(self) -> SyncClient:
+        if self._client is None:
+            if self.url is None:
+                raise BadArgument("MemevictMiddleware has no sync client: give it client or url")
+            self._client, self._owns_client = client_from_url(self.url), True
+        return self._client
+
+    def conversation(self, namespace: str) -> Conversation:
+        """The conversation of ``namespace`` (its store opened on first use)."""
+        with self._lock:
+            found = self._conversations.get(namespace)
+            if found is None:
+                store = MemoryStore(self._sync_client(), namespace, self.policy, adopt_policy=True)
+                found = self._conversations.put(
+                    namespace,
+                    Conversation(
+                        store,
+                        labeler=self.labeler,
+                        count_tokens=self.count_tokens,
+                        pin_at=self.pin_at,
+                    ),
+                )
+            return found
+
+    async def _routed_async_client(self) -> AsyncClient:
+        if self._async_client is None:
+            if self.url is None:
+                raise BadArgument(
+                    "MemevictMiddleware has no async client: give it async_client or url"
+                )
+            if self._routing is None:
+                self._routing = asyncio.ensure_future(
+                    async_routed(async_client_from_url(self.url), self.url)
+                )
+            try:
+                client = await self._routing
+            except BaseException:
+                self._routing = None  # the next call tries again
+                raise
+            if self._async_client is None:
+                self._async_client, self._owns_async_client = client, True
+        return self._async_client
+
+    async def aconversation(self, namespace: str) -> AsyncConversation:
+        """The async conversation of ``namespace`` (its store opened on first use)."""
+        found = self._async_conversations.get(namespace)
+        if found is None:
+            client = await self._routed_async_client()
+            found = self._async_conversations.get(namespace)  # (made while we waited?)
+            if found is None:
+                store = AsyncMemoryStore(client, namespace, self.policy, adopt_policy=True)
+                found = self._async_conversations.put(
+                    namespace,
+                    AsyncConversation(
+                        store,
+                        labeler=self.labeler,
+                        count_tokens=self.count_tokens,
+                        pin_at=self.pin_at,
+                    ),
+                )
+        return found
+
+    def close(self) -> None:
+        """Closes the sync client if the middleware made it (from ``url``)."""
+        with self._lock:
+            if self._owns_client and self._client is not None:
+                close_client(self._client)
+                self._client, self._owns_client = None, False
+            self._conversations.clear()
+
+    async def aclose(self) -> None:
+        """Closes the async client if the middleware made it (from ``url``)."""
+        if self._owns_async_client and self._async_client is not None:
+            client, self._async_client, self._owns_async_client = self._async_client, None, False
+            self._routing = None
+            self._async_conversations.clear()
+            await client.aclose()
+
+    # --- the model call -------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
+    ) -> ModelResponse[ResponseT]:
+        """Sends the model the window (the current turn and the history that fits)."""
+        if not request.messages:
+            return handler(request)
+        conversation = self.conversation(self.namespace_of(request))
+        entries, by_id = entries_of(request.messages, conversation.known)
+        tail = current_turn(entries)
+        window = conversation.turn(_history(entries, tail), tail)
+        messages = _sent(window, tail, by_id)
+        return handler(request.override(messages=messages))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
+    ) -> ModelResponse[ResponseT]:
+        """See :meth:`wrap_model_call`."""
+        if not request.messages:
+            return await handler(request)
+        conversation = await self.aconversation(self.namespace_of(request))
+        entries, by_id = entries_of(request.messages, conversation.known)
+        tail = current_turn(entries)
+        window = await conversation.turn(_history(entries, tail), tail)
+        messages = _sent(window, tail, by_id)
+        return await handler(request.override(messages=messages))
