@@ -1,0 +1,489 @@
+"""A Pydantic AI history processor that evicts by importance x recency, not FIFO.
+
+Pydantic AI hands a history processor (the ``ProcessHistory`` capability) the run's history
+before every model request, sends the list it returns and keeps that list as the run's
+history::
+
+    history = MemevictHistory(session_id="user-42", url="redis://localhost:6379", max_tokens=8000)
+    agent = Agent(model, capabilities=[ProcessHistory(history)])
+    result = await agent.run("hi", message_history=previous.all_messages())
+
+:class:`MemevictHistory` is async (on an :class:`~memevict.aio.AsyncMemoryStore`);
+:class:`SyncMemevictHistory` is the same on a :class:`~memevict.MemoryStore` (Pydantic AI
+runs a sync processor in a worker thread). On every call the processor remembers the
+messages it has not seen yet and returns the memevict window. What it maps:
+
+- *Memories*: each ``ModelMessage`` (a ``ModelRequest`` or a ``ModelResponse``) is one
+  memory, in the namespace ``pydantic-ai:<session_id>`` by default. Its text is its JSON
+  (``ModelMessagesTypeAdapter``), read back with ``validate_json``. Its id is a sha256: of
+  a response's JSON without the fields Pydantic AI may set after a processor has run
+  (``run_id``, ``conversation_id``, ``metadata``, ``state``), and of the JSON of a
+  request's first part. So the same message always gets the same id, the timestamps in it
+  keep repeated words distinct, and a request survives what Pydantic AI does at the start
+  of every run: it merges consecutive requests of the history into one (a window often
+  holds a request whose response was evicted, then the next request). The processor
+  splits such a merge back into the requests it stored, found by their first parts, so
+  that each stays one memory.
+- *Importance*: the labeler (:func:`memevict.importance.rules` by default) reads a
+  :class:`~memevict.importance.Message` of the text of the parts. A request answering tool
+  calls is role "tool", kind "function_call_output", ``tool_status`` "error" when one of
+  its answers is a failure (a ``ToolReturnPart`` whose ``outcome`` is "failed" or
+  "retried", as ``ToolFailed`` and ``ModelRetry`` leave it, or a legacy
+  ``RetryPromptPart``) and "success" otherwise; a request holding a system prompt
+  (``SystemPromptPart`` of the default "conversation" scope) is role "system"; any other
+  request is role "user"; a response is role "assistant", kind "function_call" if it
+  calls a tool (shown as ``name(arguments)``). At ``pin_at`` or above (an instruction, by
+  the rules) a message is whitelisted: it stays in the prompt however old.
+- *Tokens*: ``count_tokens`` of that same text (what the model reads of the message), not
+  of its JSON, whose field names, usage counts and timestamps the model never sees.
+- *Groups*: a response calling tools and the requests answering its calls (by
+  ``tool_call_id``) are one group, ``call:<id of the response>``, kept or evicted together:
+  a model API rejects a tool call without its return and a return without its call, and
+  Pydantic AI's own repair of such a history drops the return or makes one up.
+- *Always sent*: the current turn, which is the last message (the request about to be
+  sent), the latest request holding a user prompt (the question being answered) and the
+  groups of both; and the first message, if it holds a system prompt (Pydantic AI puts the
+  agent's system prompt in the first request of a conversation, and only there). These are
+  sent whatever the budget; the window of the rest holds ``max_tokens`` minus their cost.
+
+The output is the window and those messages, in time order. The messages given to the
+processor are returned as they are (the same objects); older ones come back from the store.
+Evicted messages stay in the cold tier, recallable with the store's ``recall``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import TypeAdapter
+from pydantic_ai.messages import (
+    ERROR_OUTCOMES,
+    BaseToolCallPart,
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from memevict.aio import AsyncMemoryStore
+from memevict.importance import Labeler, Message, rules
+from memevict.integrations._conversation import (
+    PIN_AT,
+    AsyncConversation,
+    Conversation,
+    Entry,
+    TokenCounter,
+    approx_tokens,
+    conversation_policy,
+)
+from memevict.store import MemoryStore
+
+__all__ = [
+    "MemevictHistory",
+    "SyncMemevictHistory",
+    "message_id",
+    "message_of",
+    "text_of",
+]
+
+# Set by Pydantic AI on a request after the history processors have run: not its identity.
+_VOLATILE = {"instructions", "run_id", "conversation_id", "metadata", "state"}
+_SEEN = 10_000  # message ids whose order (and stored requests) a processor remembers
+_PARTS: TypeAdapter[list[ModelRequestPart]] = TypeAdapter(list[ModelRequestPart])
+
+
+def _args(part: BaseToolCallPart) -> str:
+    if isinstance(part.args, dict):
+        return json.dumps(part.args, separators=(",", ":"))
+    return part.args or ""
+
+
+def _user_text(part: UserPromptPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    texts = (c if isinstance(c, str) else getattr(c, "content", None) for c in part.content)
+    return "\n".join(t for t in texts if isinstance(t, str) and t)
+
+
+def _part_text(part: object) -> str:
+    """What the model reads of one part (multimodal content aside)."""
+    if isinstance(part, UserPromptPart):
+        return _user_text(part)
+    if isinstance(part, BaseToolReturnPart):
+        return part.model_response_str(wrap_if_error=False)
+    if isinstance(part, BaseToolCallPart):
+        return f"{part.tool_name}({_args(part)})"
+    if isinstance(part, RetryPromptPart | RetryFeedbackPart):
+        return part.model_response()
+    if isinstance(part, SystemPromptPart | TextPart | ThinkingPart):
+        return part.content
+    return ""
+
+
+def text_of(message: ModelMessage) -> str:
+    """The text of a message's parts: what the labeler reads and ``count_tokens`` counts."""
+    return "\n".join(t for t in map(_part_text, message.parts) if t)
+
+
+def _answers(message: ModelMessage) -> list[str]:
+    """The ids of the tool calls a request answers."""
+    if not isinstance(message, ModelRequest):
+        return []
+    return [
+        p.tool_call_id
+        for p in message.parts
+        if isinstance(p, ToolReturnPart)
+        or (isinstance(p, RetryPromptPart) and p.tool_name is not None)
+    ]
+
+
+def _failed(message: ModelRequest) -> bool:
+    for p in message.parts:
+        if isinstance(p, ToolReturnPart) and p.outcome in ERROR_OUTCOMES:
+            return True
+        if isinstance(p, RetryPromptPart) and p.tool_name is not None:
+            return True
+    return False
+
+
+def _has(message: ModelMessage, kind: type[object]) -> bool:
+    return any(isinstance(p, kind) for p in message.parts)
+
+
+def _has_system_prompt(message: ModelMessage) -> bool:
+    """Whether a request holds a system prompt (one seen only by its own request aside)."""
+    return isinstance(message, ModelRequest) and any(
+        isinstance(p, SystemPromptPart) and p.scope == "conversation" for p in message.parts
+    )
+
+
+def message_of(message: ModelMessage) -> Message:
+    """What the labeler reads of a message."""
+    text = text_of(message)
+    if isinstance(message, ModelResponse):
+        calls = _has(message, ToolCallPart)
+        return Message(text, role="assistant", kind="function_call" if calls else "message")
+    if _answers(message):
+        status = "error" if _failed(message) else "success"
+        return Message(text, role="tool", kind="function_call_output", tool_status=status)
+    if _has_system_prompt(message):
+        return Message(text, role="system", kind="message")
+    return Message(text, role="user", kind="message")
+
+
+def _json(message: ModelMessage) -> str:
+    return ModelMessagesTypeAdapter.dump_json([message]).decode()[1:-1]
+
+
+def _identity(value: object) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _part_ids(message: ModelRequest) -> list[str]:
+    """The id each part of a request would have as the first part of one."""
+    parts = _PARTS.dump_python(list(message.parts), mode="json")
+    return [hashlib.sha256(b"request:" + _identity(p)).hexdigest() for p in parts]
+
+
+def message_id(message: ModelMessage) -> str:
+    """The memory id of a message: for a request, a sha256 of its first part's JSON (which
+    survives Pydantic AI merging consecutive requests into one: see :func:`unmerged`); for
+    a response, a sha256 of its JSON, the fields set after the processors ran left out."""
+    if isinstance(message, ModelRequest) and message.parts:
+        return _part_ids(message)[0]
+    identity = ModelMessagesTypeAdapter.dump_json([message], exclude={"__all__": _VOLATILE})
+    return hashlib.sha256(identity).hexdigest()
+
+
+def unmerged(
+    messages: Sequence[ModelMessage], stored: Mapping[str, str | None]
+) -> list[ModelMessage]:
+    """``messages`` with each request that merges stored requests replaced by them.
+
+    At the start of a run Pydantic AI merges consecutive requests (a window often holds a
+    request whose response was evicted, followed by the next request) into one new request
+    holding their parts. A request is stored under the id of its first part, so a request
+    holding the first part of another stored request is such a merge. ``stored``: the
+    stored text of the requests by id, None for an id known not to be one (the non-first
+    parts of the multi-part requests in ``messages`` are looked up)."""
+    out: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelRequest) and len(message.parts) > 1:
+            heads = [id for id in _part_ids(message) if stored.get(id) is not None]
+            if len(heads) > 1:
+                split = [_read(stored[id] or "") for id in dict.fromkeys(heads)]
+                split.sort(key=lambda m: m.timestamp.timestamp() if m.timestamp else -1.0)
+                out.extend(split)
+                continue
+        out.append(message)
+    return out
+
+
+def _lookups(messages: Sequence[ModelMessage]) -> list[str]:
+    """The ids to look up for :func:`unmerged`: every part of a multi-part request."""
+    return [
+        id
+        for m in messages
+        if isinstance(m, ModelRequest) and len(m.parts) > 1
+        for id in _part_ids(m)
+    ]
+
+
+def _read(text: str) -> ModelMessage:
+    return ModelMessagesTypeAdapter.validate_json(f"[{text}]")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """A history as entries, and which of them are always sent."""
+
+    entries: list[Entry]
+    always: list[Entry]  # in time order
+    given: dict[str, ModelMessage]
+
+
+def _turn(messages: Sequence[ModelMessage]) -> _Turn:
+    ids = [message_id(m) for m in messages]
+    groups: list[str | None] = [None] * len(messages)
+    caller: dict[str, int] = {}  # tool_call_id -> the index of the response making the call
+    for i, m in enumerate(messages):
+        if isinstance(m, ModelResponse):
+            for p in m.parts:
+                if isinstance(p, ToolCallPart):
+                    caller[p.tool_call_id] = i
+                    groups[i] = f"call:{ids[i]}"
+        else:
+            for call_id in _answers(m):
+                if call_id in caller:
+                    groups[i] = groups[caller[call_id]]
+                    break
+    entries = [
+        Entry(id, _json(m), message_of(m), group)
+        for id, m, group in zip(ids, messages, groups, strict=True)
+    ]
+    keep: set[int] = set()
+    if messages:
+        keep.add(len(messages) - 1)
+        prompts = [
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, ModelRequest) and _has(m, UserPromptPart)
+        ]
+        keep.update(prompts[-1:])
+        if _has_system_prompt(messages[0]):
+            keep.add(0)
+        kept_groups = {groups[i] for i in keep} - {None}
+        keep.update(i for i, g in enumerate(groups) if g in kept_groups)
+    given = dict(zip(ids, messages, strict=True))
+    return _Turn(entries, [entries[i] for i in sorted(keep)], given)
+
+
+class _Order:
+    """The order in which this process first saw each message: the time order, as a
+    framework passes a history oldest first. A message it has not seen (stored by an
+    earlier process) is older than all it has. Bounded: the least recently seen go."""
+
+    def __init__(self) -> None:
+        self._seq: OrderedDict[str, int] = OrderedDict()
+        self._next = 0
+
+    def see(self, ids: Sequence[str]) -> None:
+        for id in ids:
+            if id in self._seq:
+                self._seq.move_to_end(id)
+            else:
+                self._seq[id] = self._next
+                self._next += 1
+        while len(self._seq) > _SEEN:
+            self._seq.popitem(last=False)
+
+    def output(self, turn: _Turn, window: list[tuple[str, str]]) -> list[ModelMessage]:
+        """The window's messages in time order: the messages given to the processor as
+        they are (the same objects), the others read back from their stored text."""
+        placed = [
+            (self._seq.get(id, -1), turn.given[id] if id in turn.given else _read(text))
+            for id, text in window
+        ]
+        placed.sort(key=lambda p: p[0])  # stable: the window's own order among the unseen
+        return [m for _, m in placed]
+
+
+class _Requests:
+    """The stored text of requests by id (None: not a request's id), for :func:`unmerged`.
+    Bounded: the least recently used go, and are looked up again."""
+
+    def __init__(self) -> None:
+        self.texts: OrderedDict[str, str | None] = OrderedDict()
+
+    def missing(self, messages: Sequence[ModelMessage]) -> list[str]:
+        return [id for id in dict.fromkeys(_lookups(messages)) if id not in self.texts]
+
+    def set(self, id: str, text: str | None) -> None:
+        self.texts[id] = text
+        self.texts.move_to_end(id)
+        while len(self.texts) > _SEEN:
+            self.texts.popitem(last=False)
+
+
+class _Base:
+    def __init__(
+        self,
+        session_id: str,
+        namespace: str | None,
+        labeler: Labeler,
+        count_tokens: TokenCounter,
+        pin_at: float,
+    ) -> None:
+        self.session_id = session_id
+        self.namespace = namespace or f"pydantic-ai:{session_id}"
+        self.labeler, self.pin_at = labeler, pin_at
+
+        def tokens(text: str) -> int:  # the stored text is JSON: count what the model reads
+            return count_tokens(text_of(_read(text)))
+
+        self.count_tokens = count_tokens
+        self._tokens = tokens
+        self._order, self._requests = _Order(), _Requests()
+
+    def _turn(self, messages: Sequence[ModelMessage]) -> _Turn:
+        """The entries of a history whose merged requests were split (their parts looked up)."""
+        turn = _turn(unmerged(messages, self._requests.texts))
+        self._order.see([e.id for e in turn.entries])
+        for entry in turn.entries:
+            if isinstance(turn.given[entry.id], ModelRequest):
+                self._requests.set(entry.id, entry.text)
+        return turn
+
+
+class MemevictHistory(_Base):
+    """A Pydantic AI history processor on an :class:`~memevict.aio.AsyncMemoryStore`:
+    ``Agent(model, capabilities=[ProcessHistory(MemevictHistory(session_id=..., url=...))])``.
+
+    Give it a ``url`` (a single server or a cluster node) or an open ``store``;
+    ``max_tokens`` is the token budget of what the model is sent (the current turn is sent
+    even when it alone exceeds it); ``policy`` changes any other Policy field (see
+    :func:`~memevict.integrations._conversation.conversation_policy`)."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        url: str | None = None,
+        store: AsyncMemoryStore | None = None,
+        max_tokens: int = 8000,
+        namespace: str | None = None,
+        labeler: Labeler = rules,
+        count_tokens: TokenCounter = approx_tokens,
+        pin_at: float = PIN_AT,
+        **policy: float | int | str,
+    ) -> None:
+        if (url is None) == (store is None):
+            raise ValueError("give MemevictHistory either url or store")
+        super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
+        if store is None:
+            assert url is not None
+            store = AsyncMemoryStore.from_url(
+                url,
+                self.namespace,
+                conversation_policy(max_tokens, **policy),
+                adopt_policy=True,
+            )
+        self.store = store
+        self.conversation = self._conversation()
+
+    def _conversation(self) -> AsyncConversation:
+        return AsyncConversation(
+            self.store, labeler=self.labeler, count_tokens=self._tokens, pin_at=self.pin_at
+        )
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """Remembers the messages not seen yet; returns the window, current turn included."""
+        if not messages:
+            return messages
+        for id in self._requests.missing(messages):
+            memory = await self.store.get(id)
+            self._requests.set(id, None if memory is None else memory.text)
+        turn = self._turn(messages)
+        await self.conversation.add(turn.entries, only_new=True)
+        return self._order.output(turn, await self.conversation.window(turn.always))
+
+    async def clear(self) -> None:
+        """Deletes the session's namespace, cold tier included."""
+        await self.store.drop()
+        self.conversation = self._conversation()
+        self._order, self._requests = _Order(), _Requests()
+
+    async def aclose(self) -> None:
+        """Closes the client if the processor made it (from ``url``)."""
+        await self.store.aclose()
+
+
+class SyncMemevictHistory(_Base):
+    """:class:`MemevictHistory` on a :class:`~memevict.MemoryStore` (a sync processor)."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        url: str | None = None,
+        store: MemoryStore | None = None,
+        max_tokens: int = 8000,
+        namespace: str | None = None,
+        labeler: Labeler = rules,
+        count_tokens: TokenCounter = approx_tokens,
+        pin_at: float = PIN_AT,
+        **policy: float | int | str,
+    ) -> None:
+        if (url is None) == (store is None):
+            raise ValueError("give SyncMemevictHistory either url or store")
+        super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
+        if store is None:
+            assert url is not None
+            store = MemoryStore.from_url(
+                url,
+                self.namespace,
+                conversation_policy(max_tokens, **policy),
+                adopt_policy=True,
+            )
+        self.store = store
+        self.conversation = self._conversation()
+
+    def _conversation(self) -> Conversation:
+        return Conversation(
+            self.store, labeler=self.labeler, count_tokens=self._tokens, pin_at=self.pin_at
+        )
+
+    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """See :meth:`MemevictHistory.__call__`."""
+        if not messages:
+            return messages
+        for id in self._requests.missing(messages):
+            memory = self.store.get(id)
+            self._requests.set(id, None if memory is None else memory.text)
+        turn = self._turn(messages)
+        self.conversation.add(turn.entries, only_new=True)
+        return self._order.output(turn, self.conversation.window(turn.always))
+
+    def clear(self) -> None:
+        """Deletes the session's namespace, cold tier included."""
+        self.store.drop()
+        self.conversation = self._conversation()
+        self._order, self._requests = _Order(), _Requests()
+
+    def close(self) -> None:
+        """Closes the client if the processor made it (from ``url``)."""
+        self.store.close()
