@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+import pytest
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.capabilities import HistoryProcessor, ProcessHistory
 from pydantic_ai.exceptions import ToolFailed
@@ -30,6 +31,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memevict.integrations._conversation import approx_tokens
 from memevict.integrations.pydantic_ai import MemevictHistory, SyncMemevictHistory, text_of
+from tests.cluster import KINDS, shared
 from tests.servers import Server
 
 TURNS = 200
@@ -290,3 +292,42 @@ def test_a_new_processor_reads_older_messages_back_from_the_store(server: Server
             await second.aclose()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cluster_url_sync_and_async(request: pytest.FixtureRequest, kind: str) -> None:
+    cluster = shared(request.config, kind)
+    cluster.wait_stable()
+    url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
+    sync = SyncMemevictHistory(session_id="pa-cluster-sync", url=url, max_tokens=BUDGET)
+    try:
+        sync.clear()
+        recorder = Recorder(sync)
+        agent = _agent(Script(), recorder, instructions="You are a clerk.")
+        history: History = []
+        for turn in range(60):
+            history = agent.run_sync(_user(turn), message_history=history).all_messages()
+        assert sync.store.stats().cold > 0
+    finally:
+        sync.close()
+    assert _holds_instruction(recorder.outputs[-1])
+
+    async def run() -> list[History]:
+        processor = MemevictHistory(session_id="pa-cluster-async", url=url, max_tokens=BUDGET)
+        outputs: list[History] = []
+
+        async def recording(messages: History) -> History:
+            outputs.append(await processor(messages))
+            return outputs[-1]
+
+        try:
+            await processor.clear()
+            await _converse(_agent(Script(), recording, instructions="You are a clerk."), 30)
+            return outputs
+        finally:
+            await processor.aclose()
+
+    outputs = asyncio.run(run())
+    for messages in outputs:
+        _check_pairs(messages)
+    assert _holds_instruction(outputs[-1])
