@@ -42,7 +42,7 @@ from memevict.integrations._conversation import PIN_AT, approx_tokens
 from memevict.integrations.langchain import (
     MemevictMiddleware,
     entries_of,
-    text_of,
+    message_of,
     whole_pairs,
 )
 from tests.cluster import KINDS, Cluster, shared
@@ -118,7 +118,7 @@ class FifoMiddleware(AgentMiddleware):
         kept: list[Any] = []
         used = 0
         for message in reversed(request.messages):
-            used += approx_tokens(text_of(message))
+            used += approx_tokens(message_of(message).text)
             if used > self.budget:
                 break
             kept.insert(0, message)
@@ -159,7 +159,7 @@ def _config(thread: str) -> RunnableConfig:
 
 
 def _tokens(messages: Sequence[BaseMessage]) -> int:
-    return sum(approx_tokens(text_of(m)) for m in messages)
+    return sum(approx_tokens(message_of(m).text) for m in messages)
 
 
 def _current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -32,19 +32,24 @@ from openai.types.responses import (
 )
 
 from memevict.integrations._conversation import approx_tokens
-from memevict.integrations.openai_agents import MemevictSession, entries_of, whole_tail
+from memevict.integrations.openai_agents import (
+    MemevictSession,
+    entries_of,
+    message_of,
+    whole_tail,
+)
 from tests.cluster import KINDS, shared
 from tests.servers import Server
 
 TURNS = 200
-BUDGET = 900  # tokens of history: a dozen or two items
+BUDGET = 300  # tokens of history: a dozen or two items
 INSTRUCTION = "From now on, always answer in French and sign as Bob."
 RUN = RunConfig(tracing_disabled=True)
 
 
-def _text(item: dict[str, Any]) -> str:
-    """An item as the session stores it (compact JSON), which its token cost counts."""
-    return json.dumps(item, separators=(",", ":"))
+def _tokens(item: dict[str, Any]) -> int:
+    """An item's token cost: of the text the model reads of it."""
+    return approx_tokens(message_of(item).text)
 
 
 class ScriptedModel(Model):
@@ -120,7 +125,7 @@ class FifoSession:
         kept: list[dict[str, Any]] = []
         used = 0
         for item in reversed(self.items):
-            used += approx_tokens(_text(item))
+            used += _tokens(item)
             if used > self.budget:
                 break
             kept.insert(0, item)
@@ -178,7 +183,7 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
     assert len(model.inputs) == TURNS + lookups  # one more model call per tool round trip
     for sent in model.inputs:
         _check_pairs(sent)
-    assert sum(approx_tokens(_text(i)) for i in history) <= BUDGET
+    assert sum(_tokens(i) for i in history) <= BUDGET
     assert any(INSTRUCTION in json.dumps(i) for i in model.inputs[-1])
 
     fifo = asyncio.run(_converse(FifoSession("fifo", BUDGET)))

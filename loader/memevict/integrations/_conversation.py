@@ -62,7 +62,7 @@ class Entry:
 
     id: str  # stable: the same item always gets the same id
     text: str  # the item serialized, as the adapter reads it back
-    message: Message  # what the labeler reads
+    message: Message  # what the labeler reads; its text is what count_tokens counts
     group: str | None = None  # items of one group are kept or evicted together
 
 
@@ -72,7 +72,7 @@ def _item(entry: Entry, importance: float, count_tokens: TokenCounter, pin_at: f
         importance,
         text=entry.text,
         whitelist=importance >= pin_at,
-        tokens=count_tokens(entry.text),
+        tokens=count_tokens(entry.message.text),
         group=entry.group,
     )
 
@@ -84,7 +84,7 @@ def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
 
 def _budget(max_tokens: int, tail: Sequence[Entry], count_tokens: TokenCounter) -> int:
     """What is left of the budget for history once the current turn is in the prompt."""
-    return max_tokens - sum(count_tokens(e.text) for e in tail)
+    return max_tokens - sum(count_tokens(e.message.text) for e in tail)
 
 
 def _compose(window: Window | None, tail: Sequence[Entry]) -> list[tuple[str, str]]:
@@ -153,7 +153,8 @@ class Conversation(_Base[MemoryStore]):
     ``labeler`` gives each item its importance (the built-in rules by default); an item
     at ``pin_at`` or above (an instruction, by the rules) is whitelisted, so it stays in
     the prompt however old (up to the policy's whitelist_cap). ``count_tokens`` gives its
-    cost (:func:`approx_tokens` by default)."""
+    cost, of the text the model reads (``Entry.message.text``, not the stored JSON, whose
+    field names and metadata the model never sees; :func:`approx_tokens` by default)."""
 
     def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
         """Remembers ``entries`` in order; with ``only_new``, those not stored yet."""

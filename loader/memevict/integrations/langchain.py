@@ -21,7 +21,8 @@ What it maps:
 - *A message is one memory*, by its ``id`` (the agent state gives every message one; a
   message without one gets ``sha256:`` and the hash of its text, so identical id-less
   messages are one memory). Its text is the JSON of ``message_to_dict(message)``
-  (:func:`text_of`); its cost is ``count_tokens`` of that text.
+  (:func:`text_of`); its cost is ``count_tokens`` of what the model reads of it (the
+  text :func:`message_of` gives the labeler), not of that JSON.
 - *Importance* comes from the labeler (:func:`memevict.importance.rules` by default),
   which reads (:func:`message_of`) the message's text with role "user" (human),
   "assistant" (AI), "tool", "system" or a ``ChatMessage``'s role; an AI message with tool

@@ -7,7 +7,8 @@ never imports the SDK)::
     result = await Runner.run(agent, "hi", session=session)
 
 Each item is one memory: its JSON is the text, its importance comes from the labeler
-(:func:`memevict.importance.rules` by default) and its cost from ``count_tokens``. A
+(:func:`memevict.importance.rules` by default) and its cost from ``count_tokens`` of
+the text the model reads of it (:func:`message_of`). A
 ``function_call`` (any ``*_call`` item with a ``call_id``) and its output are one group,
 and a ``reasoning`` item joins the group of the item after it, so a window never holds
 half of either (the Responses API rejects both). The hot tier holds at most

@@ -351,12 +351,7 @@ class _Base:
         self.session_id = session_id
         self.namespace = namespace or f"pydantic-ai:{session_id}"
         self.labeler, self.pin_at = labeler, pin_at
-
-        def tokens(text: str) -> int:  # the stored text is JSON: count what the model reads
-            return count_tokens(text_of(_read(text)))
-
         self.count_tokens = count_tokens
-        self._tokens = tokens
         self._order, self._requests = _Order(), _Requests()
 
     def _turn(self, messages: Sequence[ModelMessage]) -> _Turn:
@@ -407,7 +402,7 @@ class MemevictHistory(_Base):
 
     def _conversation(self) -> AsyncConversation:
         return AsyncConversation(
-            self.store, labeler=self.labeler, count_tokens=self._tokens, pin_at=self.pin_at
+            self.store, labeler=self.labeler, count_tokens=self.count_tokens, pin_at=self.pin_at
         )
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -464,7 +459,7 @@ class SyncMemevictHistory(_Base):
 
     def _conversation(self) -> Conversation:
         return Conversation(
-            self.store, labeler=self.labeler, count_tokens=self._tokens, pin_at=self.pin_at
+            self.store, labeler=self.labeler, count_tokens=self.count_tokens, pin_at=self.pin_at
         )
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
