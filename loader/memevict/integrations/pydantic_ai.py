@@ -80,6 +80,7 @@ from pydantic_ai.messages import (
 )
 
 from memevict.aio import AsyncMemoryStore
+from memevict.errors import BadArgument
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     PIN_AT,
@@ -364,6 +365,13 @@ class _Base:
         return turn
 
 
+def _history(turn: _Turn) -> list[Entry]:
+    """The turn's new entries that are not always sent (remembered before the window is
+    read; the always-sent ones after it: see Conversation.turn)."""
+    always = {e.id for e in turn.always}
+    return [e for e in turn.entries if e.id not in always]
+
+
 class MemevictHistory(_Base):
     """A Pydantic AI history processor on an :class:`~memevict.aio.AsyncMemoryStore`:
     ``Agent(model, capabilities=[ProcessHistory(MemevictHistory(session_id=..., url=...))])``.
@@ -387,7 +395,7 @@ class MemevictHistory(_Base):
         **policy: float | int | str,
     ) -> None:
         if (url is None) == (store is None):
-            raise ValueError("give MemevictHistory either url or store")
+            raise BadArgument("give MemevictHistory either url or store")
         super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
         if store is None:
             assert url is not None
@@ -413,8 +421,8 @@ class MemevictHistory(_Base):
             memory = await self.store.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
-        await self.conversation.add(turn.entries, only_new=True)
-        return self._order.output(turn, await self.conversation.window(turn.always))
+        window = await self.conversation.turn(_history(turn), turn.always)
+        return self._order.output(turn, window)
 
     async def clear(self) -> None:
         """Deletes the session's namespace, cold tier included."""
@@ -444,7 +452,7 @@ class SyncMemevictHistory(_Base):
         **policy: float | int | str,
     ) -> None:
         if (url is None) == (store is None):
-            raise ValueError("give SyncMemevictHistory either url or store")
+            raise BadArgument("give SyncMemevictHistory either url or store")
         super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
         if store is None:
             assert url is not None
@@ -470,8 +478,7 @@ class SyncMemevictHistory(_Base):
             memory = self.store.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
-        self.conversation.add(turn.entries, only_new=True)
-        return self._order.output(turn, self.conversation.window(turn.always))
+        return self._order.output(turn, self.conversation.turn(_history(turn), turn.always))
 
     def clear(self) -> None:
         """Deletes the session's namespace, cold tier included."""
