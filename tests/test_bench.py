@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from memevict import Policy
 from memevict.bench import plot
 from memevict.bench.peers import PEERS
+from memevict.bench.server import command_stats, reset_stats, usec_per_op
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.timing import Sample, Samples, percentile, rotated, throughput_ratio, time_ratio
 from memevict.cli import main
@@ -221,3 +222,23 @@ def test_the_plot_is_drawn_when_matplotlib_is_installed(tmp_path: Path) -> None:
     png = tmp_path / "plot.png"
     plot.draw(Sizes((100, 1000), found, {}), str(png), "test")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_server_time_counts_a_scripts_inner_commands_once(client: redis.Redis) -> None:
+    script = client.register_script(
+        "for i = 1, 200 do redis.call('ZADD', KEYS[1], i, 'm' .. i) end return 1"
+    )
+    reset_stats(client)
+    for _ in range(20):
+        script(keys=["z"])
+    stats = command_stats(client)
+    assert stats["zadd"][0] == 20 * 200  # INFO counts the inner commands on their own line
+    assert stats["zadd"][1] > 0
+    entry = stats["evalsha"][1] + stats.get("eval", (0, 0))[1]
+    assert usec_per_op(stats, 20) == pytest.approx(entry / 20)  # not entry + zadd
+
+    reset_stats(client)
+    for i in range(50):
+        client.zadd("plain", {f"m{i}": i})
+    plain = command_stats(client)
+    assert usec_per_op(plain, 50) == pytest.approx(plain["zadd"][1] / 50)

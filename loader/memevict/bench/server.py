@@ -198,6 +198,11 @@ def time_script_calls(
 
 
 def usec_per_op(stats: CommandStats, ops: int) -> float | None:
-    """The server's time over every command but the bench's bookkeeping, per op."""
-    usec = sum(u for name, (_, u) in stats.items() if not name.startswith(_BOOKKEEPING))
+    """The server's time of a measured phase, per op: its script calls (their entry
+    commands only) if it ran any, else every command but the bench's bookkeeping. A
+    phase runs scripts or plain commands, never both (memevict and the do-nothing
+    script; raw ZADD and the seed), so no command is counted twice nor left out."""
+    usec = script_usec(stats)
+    if not any(stats.get(name, (0, 0))[0] for name in SCRIPT_ENTRIES):
+        usec = sum(u for name, (_, u) in stats.items() if not name.startswith(_BOOKKEEPING))
     return usec / ops if ops else None
