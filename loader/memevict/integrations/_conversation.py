@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, Item
+from memevict.errors import BadArgument
 from memevict.importance import Labeler, Message, aimportance_of, importance_of, rules
 from memevict.policy import Policy
 from memevict.results import Window
@@ -54,6 +55,52 @@ def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy
     }
     fields.update(changes)
     return Policy(**fields)  # type: ignore[arg-type]
+
+
+def _url(what: str, url: str | None, store: object) -> str:
+    """``url``, checked to be given exactly when ``store`` is not."""
+    if (url is None) == (store is None) or url is None:
+        raise BadArgument(f"give {what} either url or store")
+    return url
+
+
+def open_store(
+    what: str,
+    url: str | None,
+    store: MemoryStore | None,
+    namespace: str,
+    max_tokens: int,
+    policy: dict[str, float | int | str],
+) -> MemoryStore:
+    """An adapter's store: ``store``, or one of its own on ``url`` with
+    :func:`conversation_policy` (adopting the namespace's policy if it has one)."""
+    if store is not None and url is None:
+        return store
+    return MemoryStore.from_url(
+        _url(what, url, store),
+        namespace,
+        conversation_policy(max_tokens, **policy),
+        adopt_policy=True,
+    )
+
+
+def open_async_store(
+    what: str,
+    url: str | None,
+    store: AsyncMemoryStore | None,
+    namespace: str,
+    max_tokens: int,
+    policy: dict[str, float | int | str],
+) -> AsyncMemoryStore:
+    """:func:`open_store` for an :class:`~memevict.aio.AsyncMemoryStore`."""
+    if store is not None and url is None:
+        return store
+    return AsyncMemoryStore.from_url(
+        _url(what, url, store),
+        namespace,
+        conversation_policy(max_tokens, **policy),
+        adopt_policy=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memevict.aio import AsyncMemoryStore
-from memevict.errors import BadArgument, NotFound
+from memevict.errors import NotFound
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     PIN_AT,
@@ -34,7 +34,7 @@ from memevict.integrations._conversation import (
     Entry,
     TokenCounter,
     approx_tokens,
-    conversation_policy,
+    open_async_store,
 )
 
 Item = dict[str, Any]  # the SDK's TResponseInputItem, a TypedDict
@@ -134,21 +134,13 @@ class MemevictSession:
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
-        if (url is None) == (store is None):
-            raise BadArgument("give MemevictSession either url or store")
+        self.store = open_async_store(
+            "MemevictSession", url, store, namespace or session_id, max_tokens, policy
+        )
         self.session_id = session_id
         self.session_settings = session_settings
-        if store is None:
-            assert url is not None
-            store = AsyncMemoryStore.from_url(
-                url,
-                namespace or session_id,
-                conversation_policy(max_tokens, **policy),
-                adopt_policy=True,
-            )
-        self.store = store
         self.conversation = AsyncConversation(
-            store, labeler=labeler, count_tokens=count_tokens, pin_at=pin_at
+            self.store, labeler=labeler, count_tokens=count_tokens, pin_at=pin_at
         )
         self._open_group: str | None = None
 

@@ -80,7 +80,6 @@ from pydantic_ai.messages import (
 )
 
 from memevict.aio import AsyncMemoryStore
-from memevict.errors import BadArgument
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     PIN_AT,
@@ -89,7 +88,8 @@ from memevict.integrations._conversation import (
     Entry,
     TokenCounter,
     approx_tokens,
-    conversation_policy,
+    open_async_store,
+    open_store,
 )
 from memevict.store import MemoryStore
 
@@ -394,18 +394,10 @@ class MemevictHistory(_Base):
         pin_at: float = PIN_AT,
         **policy: float | int | str,
     ) -> None:
-        if (url is None) == (store is None):
-            raise BadArgument("give MemevictHistory either url or store")
         super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
-        if store is None:
-            assert url is not None
-            store = AsyncMemoryStore.from_url(
-                url,
-                self.namespace,
-                conversation_policy(max_tokens, **policy),
-                adopt_policy=True,
-            )
-        self.store = store
+        self.store = open_async_store(
+            "MemevictHistory", url, store, self.namespace, max_tokens, policy
+        )
         self.conversation = self._conversation()
 
     def _conversation(self) -> AsyncConversation:
@@ -451,18 +443,10 @@ class SyncMemevictHistory(_Base):
         pin_at: float = PIN_AT,
         **policy: float | int | str,
     ) -> None:
-        if (url is None) == (store is None):
-            raise BadArgument("give SyncMemevictHistory either url or store")
         super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
-        if store is None:
-            assert url is not None
-            store = MemoryStore.from_url(
-                url,
-                self.namespace,
-                conversation_policy(max_tokens, **policy),
-                adopt_policy=True,
-            )
-        self.store = store
+        self.store = open_store(
+            "SyncMemevictHistory", url, store, self.namespace, max_tokens, policy
+        )
         self.conversation = self._conversation()
 
     def _conversation(self) -> Conversation:
