@@ -1,6 +1,10 @@
 """Functions mode: the scripts as the Redis Functions library ``memevict`` (FCALL).
 
-Every rule scenario runs again through a functions-mode store; a random mix of
+A default store (mode="auto") runs functions on both test servers, so the
+rule scenarios of tests/test_rules.py run through FCALL there; here they run
+again through a scripts-mode store (EVALSHA), so both modes run every rule. A
+store that asks for "auto" falls back to EVALSHA on a server without
+Functions, and keeps an explicit mode. A random mix of
 calls gives the same replies and byte-identical keys in both modes; the
 library is loaded when missing or stale, persists with the data and
 replicates to a read replica.
@@ -8,6 +12,7 @@ replicates to a read replica.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -20,10 +25,10 @@ from memevict import MemevictError, MemoryStore, NotLoaded, Policy, ReadOnly
 from memevict.functions import LIBRARY, VERSION_FUNCTION, function_name, library
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.conftest import scenario_policy
-from tests.servers import Server
+from tests.servers import Server, redis_binary, valkey_binary
 
 # Every scenario of tests/test_rules.py, collected again here with this
-# module's make_store: each one now runs through FCALL.
+# module's make_store: each one now runs through EVALSHA.
 from tests.test_rules import *  # noqa: F403
 
 T0 = 1_700_000_000_000
@@ -32,9 +37,45 @@ T0 = 1_700_000_000_000
 @pytest.fixture
 def make_store(client: redis.Redis) -> Callable[..., MemoryStore]:
     def make(namespace: str = "t", **policy: float) -> MemoryStore:
-        return MemoryStore(client, namespace, scenario_policy(**policy), mode="functions")
+        store = MemoryStore(client, namespace, scenario_policy(**policy), mode="scripts")
+        assert store.mode == "scripts"
+        return store
 
     return make
+
+
+def test_the_default_store_runs_functions(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(protect_s=0))
+    assert store.mode == "functions"
+    assert loaded_version(client) == library().version
+    calls = client.info("commandstats")["cmdstat_fcall"]["calls"]
+    store.remember("a", 1.0, now=T0)
+    assert client.info("commandstats")["cmdstat_fcall"]["calls"] == calls + 1
+
+
+@pytest.mark.parametrize("kind", ["valkey", "redis"])
+def test_without_functions_the_default_store_runs_scripts(kind: str) -> None:
+    """A server whose FUNCTION, FCALL and FCALL_RO are unknown commands (as on
+    Redis 6): mode="auto" runs EVALSHA there; mode="functions" refuses."""
+    binary = valkey_binary() if kind == "valkey" else redis_binary()
+    if binary is None:
+        if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":
+            pytest.fail("redis-server not found and MEMEVICT_REQUIRE_REDIS=1")
+        pytest.skip("redis-server not installed")
+    renamed = [a for c in ("FUNCTION", "FCALL", "FCALL_RO") for a in ("--rename-command", c, "")]
+    server = Server(binary, extra=tuple(renamed)).start()
+    try:
+        client = server.client()
+        store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
+        assert store.mode == "scripts"
+        store.remember("a", 1.0, now=T0)
+        assert store.remember("b", 2.0, now=T0).evicted == ("a",)
+        assert client.info("commandstats")["cmdstat_evalsha"]["calls"] >= 2
+        with pytest.raises(MemevictError):
+            MemoryStore(client, "ns", mode="functions")
+        client.close()
+    finally:
+        server.stop()
 
 
 def loaded_version(client: redis.Redis) -> str | None:

@@ -97,7 +97,7 @@ def test_every_method_is_one_round_trip(server: Server, mode: Mode) -> None:
 
 
 def test_calls_survive_script_flush(client: redis.Redis) -> None:
-    store = MemoryStore(client, "ns", Policy(protect_s=0))
+    store = MemoryStore(client, "ns", Policy(protect_s=0), mode="scripts")
     store.remember("a", 1.0, now=T0)
     client.script_flush()
     assert client.script_exists(specs()["remember"].sha) == [False]
@@ -116,7 +116,7 @@ def test_calls_survive_flushall(client: redis.Redis) -> None:
 
 
 def test_load_returns_the_shas(client: redis.Redis) -> None:
-    loaded = MemoryStore(client, "ns").registry.load()
+    loaded = MemoryStore(client, "ns", mode="scripts").registry.load()
     assert loaded == {name: spec.sha for name, spec in specs().items()}
     assert all(client.script_exists(*loaded.values()))
 

@@ -37,7 +37,7 @@ from memevict import (
     Policy,
 )
 from memevict.acl import LOADER_COMMANDS, acl_rules, acl_setuser_line, commands, script_commands
-from memevict.functions import LIBRARY, library
+from memevict.functions import LIBRARY, VERSION_FUNCTION, library
 from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.conftest import scenario_policy
 from tests.servers import Server
@@ -156,7 +156,9 @@ def evals(admin: redis.Redis) -> int:
 
 
 def construct(r: Run) -> None:
-    r.store = MemoryStore(r.client, r.namespace, POLICY)
+    # EVALSHA, whose NOSCRIPT paths the scenario goes through (script_flush);
+    # the default mode's choice for this user: test_the_default_mode_...
+    r.store = MemoryStore(r.client, r.namespace, POLICY, mode="scripts")
     assert r.store.policy == POLICY
 
 
@@ -237,7 +239,7 @@ def reads(r: Run) -> None:
 
 
 def read_only_store(r: Run) -> None:
-    replica_view = MemoryStore(r.client, r.namespace, read_only=True)
+    replica_view = MemoryStore(r.client, r.namespace, read_only=True, mode="scripts")
     assert replica_view.policy == POLICY
     assert [m.id for m in replica_view.top(2, now=T0 + 300 * S)] == [r.id("d"), r.id("w")]
 
@@ -567,6 +569,12 @@ def test_only_the_package_scripts_are_sent(
             assert as_bytes(args[1]) in by_source
         elif name == "HMGET":  # a read-only store reads the policy
             assert as_bytes(args[1]) == key_name(namespace, "policy").encode()
+        elif name == "FCALL_RO":  # a default-mode store asks the library's version
+            assert [as_bytes(a) for a in args[1:]] == [
+                VERSION_FUNCTION.encode(),
+                b"1",
+                key_name(namespace, "policy").encode(),
+            ]
         elif name in ("EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO"):
             # The script is one of the package's, byte for byte...
             body = as_bytes(args[1])
@@ -684,3 +692,28 @@ def test_the_derived_acl_user_runs_functions_but_cannot_load_them(
     assert [m.id for m in store.top(5, now=T0)] == ["a"]
     with pytest.raises(NoPermissionError):
         user.function_load(library().source, replace=True)
+
+
+def test_the_default_mode_uses_functions_only_where_this_user_can(
+    client: redis.Redis, make_user: UserFactory
+) -> None:
+    """mode="auto" and the derived user (no FUNCTION LOAD): EVALSHA while the
+    library is missing; FCALL once an admin has loaded it; EVALSHA again, with
+    nothing lost, when the library goes away under a store that chose it."""
+    client.function_flush()
+    user = make_user("ns")
+    store = MemoryStore(user, "ns", Policy(protect_s=0))
+    assert store.mode == "scripts"
+    store.remember("a", 2.0, now=T0)
+    assert not client.function_list(library=LIBRARY)
+    assert MemoryStore(client, "warm").mode == "functions"  # an admin's store loads it
+    store = MemoryStore(user, "ns")
+    assert store.mode == "functions"
+    before = client.info("commandstats").get("cmdstat_fcall", {}).get("calls", 0)
+    store.remember("b", 3.0, now=T0)
+    assert client.info("commandstats")["cmdstat_fcall"]["calls"] == before + 1
+    client.function_flush()
+    assert store.remember("c", 4.0, now=T0).score == pytest.approx(4.0, rel=1e-3)
+    assert store.mode == "scripts"
+    assert [m.id for m in store.top(5, now=T0)] == ["c", "b", "a"]
+    assert not client.function_list(library=LIBRARY)

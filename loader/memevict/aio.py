@@ -27,7 +27,7 @@ from memevict.commands import Call, Item
 from memevict.errors import MemevictError, NoPolicy, from_response
 from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of
 from memevict.policy import Policy
-from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Mode
+from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Choice
 from memevict.results import (
     Batch,
     Evicted,
@@ -48,6 +48,8 @@ class AsyncMemoryStore(StoreBase):
     """One namespace of memories, for ``redis.asyncio.Redis`` or its ``RedisCluster``;
     see :class:`memevict.MemoryStore` for the arguments."""
 
+    registry: AsyncScriptRegistry
+
     def __init__(
         self,
         client: AsyncClient,
@@ -57,14 +59,14 @@ class AsyncMemoryStore(StoreBase):
         replace_policy: bool = False,
         adopt_policy: bool = False,
         read_only: bool = False,
-        mode: Mode = "scripts",
+        mode: Choice = "auto",
         migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = AsyncScriptRegistry(
-            client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
+            client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
         )
         self._wanted = policy
         self._replace = replace_policy
@@ -135,7 +137,7 @@ class AsyncMemoryStore(StoreBase):
                 self.client = routed
                 self.registry = AsyncScriptRegistry(
                     routed,
-                    self.mode,
+                    self.mode_asked,
                     may_load=not self.read_only,
                     migration_wait_s=self.registry.migration_wait_s,
                 )

@@ -46,7 +46,10 @@ from memevict.functions import VERSION_FUNCTION, function_name, library
 from memevict.scripts import ArgValue, ScriptSpec, specs
 
 Mode = Literal["scripts", "functions"]
-MODES: tuple[Mode, ...] = ("scripts", "functions")
+# What a store is asked for: "auto" (the default) is functions where the
+# server has them and this store may use them, else scripts (RegistryBase).
+Choice = Literal["auto", "scripts", "functions"]
+MODES: tuple[Choice, ...] = ("auto", "scripts", "functions")
 
 SyncClient = redis.Redis | RedisCluster
 AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
@@ -85,7 +88,7 @@ def still_migrating(wait_s: float) -> SlotMigrating:
     )
 
 
-def check_mode(mode: str) -> Mode:
+def check_mode(mode: str) -> Choice:
     if mode not in MODES:
         raise MemevictError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
@@ -157,23 +160,48 @@ def not_loaded(reason: str) -> NotLoaded:
 
 
 class RegistryBase(Generic[C]):
-    """What both registries hold: the scripts, the mode and the client."""
+    """What both registries hold: the scripts, the mode and the client.
+
+    ``mode="auto"`` starts in functions mode and falls back to scripts, for
+    good, where functions cannot serve this store: the server has no FCALL
+    (Redis < 7), the ACL refuses it, or the library is missing (or of another
+    version) and this store may not load it (read-only, or an ACL without
+    FUNCTION LOAD, such as memevict.acl's rules). ensure_library, which
+    every store runs once when it opens, makes the choice; a library lost
+    later (FUNCTION FLUSH) that this store may not load again makes it too.
+    An explicit mode never falls back."""
 
     def __init__(
         self,
         client: C,
-        mode: Mode = "scripts",
+        mode: Choice = "auto",
         *,
         may_load: bool = True,
         migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         self.specs: dict[str, ScriptSpec] = dict(specs())
-        self.mode = check_mode(mode)
+        self.auto = check_mode(mode) == "auto"
+        self.mode: Mode = "functions" if mode == "auto" else mode
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
         self.migration_wait_s = check_wait(migration_wait_s)
         self._client: C = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
         self._execute: Any = cast(Any, client).execute_command
+
+    def _fall_back(self, error: Exception) -> None:
+        """Functions cannot serve this store: scripts from now on if it chose
+        automatically, else ``error``."""
+        if not self.auto:
+            raise error
+        self.mode = "scripts"
+
+    def _version_known(self, ask: Invocation, error: ResponseError) -> bool:
+        """Whether an error of the version call means only that the library
+        is missing (then it may be loaded); any other error falls back."""
+        if ask.lacks_script(error):
+            return True
+        self._fall_back(from_response(error))
+        return False
 
 
 class ScriptRegistry(RegistryBase[SyncClient]):
@@ -200,20 +228,25 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         try:
             current = library_current(self._execute(*ask.command, **ask.route))
         except ResponseError as error:
-            if not ask.lacks_script(error):
-                raise from_response(error) from None
+            if not self._version_known(ask, error):
+                return
             current = False
-        if current:
-            return
-        if not self.may_load:
-            raise not_loaded("is missing or of another version")
-        self.load()
+        if not current:
+            self._load_or_fall_back("is missing or of another version")
+
+    def _load_or_fall_back(self, reason: str) -> None:
+        try:
+            if not self.may_load:
+                raise not_loaded(reason)
+            self.load()
+        except MemevictError as error:
+            self._fall_back(error)
 
     def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
         waits = pauses(self.migration_wait_s)
         while True:
             try:
-                return self._attempt(invocation(self._client, self.mode, spec, keys, args))
+                return self._attempt(spec, keys, args)
             except (ClusterError, TryAgainError) as error:
                 if not refused_while_migrating(error):
                     raise
@@ -222,7 +255,8 @@ class ScriptRegistry(RegistryBase[SyncClient]):
                     raise still_migrating(self.migration_wait_s) from None
                 time.sleep(pause)
 
-    def _attempt(self, call: Invocation) -> Any:
+    def _attempt(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+        call = invocation(self._client, self.mode, spec, keys, args)
         try:
             return self._execute(*call.command, **call.route)
         except ResponseError as error:
@@ -230,9 +264,9 @@ class ScriptRegistry(RegistryBase[SyncClient]):
                 raise
         if call.fallback is not None:
             return self._execute(*call.fallback, **call.route)
-        if not self.may_load:
-            raise not_loaded("is missing")
-        self.load()
+        self._load_or_fall_back("is missing")
+        if self.mode == "scripts":  # (it fell back)
+            return self._attempt(spec, keys, args)
         return self._execute(*call.command, **call.route)
 
 
@@ -266,21 +300,26 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         try:
             current = library_current(await self._execute(*ask.command, **ask.route))
         except ResponseError as error:
-            if not ask.lacks_script(error):
-                raise from_response(error) from None
+            if not self._version_known(ask, error):
+                return
             current = False
-        if current:
-            return
-        if not self.may_load:
-            raise not_loaded("is missing or of another version")
-        await self.load()
+        if not current:
+            await self._load_or_fall_back("is missing or of another version")
+
+    async def _load_or_fall_back(self, reason: str) -> None:
+        try:
+            if not self.may_load:
+                raise not_loaded(reason)
+            await self.load()
+        except MemevictError as error:
+            self._fall_back(error)
 
     async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
         await self._routable()
         waits = pauses(self.migration_wait_s)
         while True:
             try:
-                return await self._attempt(invocation(self._client, self.mode, spec, keys, args))
+                return await self._attempt(spec, keys, args)
             except (ClusterError, TryAgainError) as error:
                 if not refused_while_migrating(error):
                     raise
@@ -289,7 +328,10 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
                     raise still_migrating(self.migration_wait_s) from None
                 await asyncio.sleep(pause)
 
-    async def _attempt(self, call: Invocation) -> Any:
+    async def _attempt(
+        self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]
+    ) -> Any:
+        call = invocation(self._client, self.mode, spec, keys, args)
         try:
             return await self._execute(*call.command, **call.route)
         except ResponseError as error:
@@ -297,7 +339,7 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
                 raise
         if call.fallback is not None:
             return await self._execute(*call.fallback, **call.route)
-        if not self.may_load:
-            raise not_loaded("is missing")
-        await self.load()
+        await self._load_or_fall_back("is missing")
+        if self.mode == "scripts":  # (it fell back)
+            return await self._attempt(spec, keys, args)
         return await self._execute(*call.command, **call.route)

@@ -26,7 +26,15 @@ from memevict.errors import (
     from_response,
 )
 from memevict.policy import Policy
-from memevict.registry import MIGRATION_WAIT_S, Mode, ScriptRegistry, SyncClient, check_mode
+from memevict.registry import (
+    MIGRATION_WAIT_S,
+    Choice,
+    Mode,
+    RegistryBase,
+    ScriptRegistry,
+    SyncClient,
+    check_mode,
+)
 from memevict.results import (
     Batch,
     Evicted,
@@ -50,7 +58,7 @@ class StoreBase:
 
     def __init__(self, namespace: str, mode: str, read_only: bool) -> None:
         self.namespace = commands.check_namespace(namespace)
-        self.mode: Mode = check_mode(mode)
+        self.mode_asked: Choice = check_mode(mode)
         self.read_only = read_only
         self._specs = specs()
         self._keys = {name: spec.key_names(namespace) for name, spec in self._specs.items()}
@@ -63,6 +71,14 @@ class StoreBase:
         self.adopt_policy = False
         # True when the store made its client (from_url): closing the store closes it.
         self.owns_client = False
+
+    registry: RegistryBase[Any]
+
+    @property
+    def mode(self) -> Mode:
+        """How this store calls the scripts: "functions" (FCALL) or "scripts"
+        (EVALSHA); with mode="auto", what the server and the ACL allowed."""
+        return self.registry.mode
 
     def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[str], list[ArgValue]]:
         """The script, KEYS and ARGV of a call."""
@@ -154,13 +170,17 @@ class MemoryStore(StoreBase):
     nothing: it reads the stored policy instead of configuring, ``get``,
     ``top`` and ``stats`` work, and the server refuses writes (:class:`ReadOnly`).
 
-    ``mode="functions"`` calls the scripts as the Redis Functions library
-    ``memevict`` (FCALL) instead of EVALSHA, loading it if the server lacks it.
+    ``mode="auto"`` (the default) calls the scripts as the Redis Functions
+    library ``memevict`` (FCALL), loading it if the server lacks it, where the
+    server and the ACL allow, else as scripts (EVALSHA); ``self.mode`` says
+    which. ``mode="functions"`` or ``"scripts"`` asks for one (no fallback).
 
     On a cluster, a call refused because the namespace's slot is being
     migrated (TRYAGAIN) is sent again for up to ``migration_wait_s`` seconds
     before :class:`SlotMigrating`; the nodes refuse it before it runs.
     """
+
+    registry: ScriptRegistry
 
     def __init__(
         self,
@@ -171,14 +191,14 @@ class MemoryStore(StoreBase):
         replace_policy: bool = False,
         adopt_policy: bool = False,
         read_only: bool = False,
-        mode: Mode = "scripts",
+        mode: Choice = "auto",
         migration_wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         super().__init__(namespace, mode, read_only)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = ScriptRegistry(
-            client, self.mode, may_load=not read_only, migration_wait_s=migration_wait_s
+            client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
         )
         self.registry.ensure_library(self.policy_key)
         if read_only:
