@@ -15,14 +15,16 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from memevict import Policy
+from memevict import Policy, Remembered
 from memevict.bench import plot
-from memevict.bench.peers import PEERS
-from memevict.bench.server import command_stats, reset_stats, usec_per_op
+from memevict.bench.peers import PEERS, prepare_peers, remember_peers
+from memevict.bench.server import BenchKeys, command_stats, reset_stats, usec_per_op
+from memevict.bench.single import BATCH_PEER, MODE_PEERS
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.timing import Sample, Samples, percentile, rotated, throughput_ratio, time_ratio
 from memevict.cli import main
 from memevict.commands import MAX_SCAN
+from memevict.scripts import key_name
 from memevict.seed import SeedPeer
 from tests.seed import SeedTarget
 from tests.servers import Server
@@ -40,6 +42,7 @@ TARGETS = {
     "T7",
     "T8",
 }
+ROUND_TWO = {"P1", "P2", "P3 zadd", "P3 zadd, many clients", "P3 seed", "P4"}
 METHODS = {
     "remember",
     "touch",
@@ -65,8 +68,9 @@ def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _peer_numbers(peers: dict[str, dict[str, float]]) -> None:
-    for name in PEERS:
+def _peer_numbers(peers: dict[str, dict[str, float]], names: set[str]) -> None:
+    assert set(peers) == names
+    for name in names:
         for field in ("ops_per_s", "us_per_call", "p50_us", "p99_us"):
             assert _number(peers[name][field]) and peers[name][field] > 0, (name, field)
 
@@ -87,11 +91,16 @@ def test_quick_bench_reports_every_peer_and_target(
     assert env["server"] in ("valkey", "redis") and env["server_version"][0].isdigit()
     assert isinstance(env["hiredis"], bool) and env["python"] and env["redis_py"] and env["date"]
 
-    for section in ("single_client", "concurrent"):
-        _peer_numbers(data[section]["peers"])
+    single = {*PEERS, BATCH_PEER, *MODE_PEERS}
+    for section, names in (("single_client", single), ("concurrent", set(PEERS))):
+        _peer_numbers(data[section]["peers"], names)
         ratios = data[section]["ratios"]
-        assert {"memevict/zadd", "memevict/seed", "memevict/noop"} <= set(ratios)
+        assert {f"memevict/{name}" for name in names - {"memevict", BATCH_PEER}} == set(ratios)
         assert all(_number(x) for x in ratios.values())
+    for name in ("floor", *MODE_PEERS, "memevict"):  # the script calls P1 compares
+        assert data["single_client"]["peers"][name]["server_us_per_call"] > 0, name
+    mode = data["single_client"]["mode"]
+    assert mode in MODE_PEERS and f"default mode: {mode}" in result.output
 
     sizes = data["sizes"]
     for op in OPS:
@@ -135,14 +144,15 @@ def test_quick_bench_reports_every_peer_and_target(
     assert _number(data["footprint"]["memevict_per_memory"])
 
     targets = {t["id"]: t for t in data["targets"]}
-    assert set(targets) == TARGETS
+    assert set(targets) == TARGETS | ROUND_TWO
     for t in targets.values():
         if t["status"] == "not run":
             assert t["measured"] is None and t["met"] is None
         else:
             assert _number(t["measured"]) and isinstance(t["met"], bool), t
             assert t["status"] == ("met" if t["met"] else "NOT MET")
-    assert targets["T6"]["status"] != "not run"
+    for target in ("T6", *ROUND_TWO):
+        assert _number(targets[target]["measured"]) and targets[target]["measured"] > 0, target
     assert targets["T7"]["unit"] == "x" and targets["T7"]["limit"] == 1.2
     assert targets["T8"]["unit"] == "ms" and targets["T8"]["limit"] == 5.0
     for target in ("T7", "T8"):
@@ -153,6 +163,29 @@ def test_quick_bench_reports_every_peer_and_target(
     # The server is left as found: no bench keys, the slowlog settings restored.
     assert [k for k in client.scan_iter() if b"bench" in k] == []
     assert client.config_get("slowlog-*") == slowlog
+
+
+def test_the_floor_evicts_one_per_call_and_the_client_path_gets_the_fixed_reply(
+    client: redis.Redis,
+) -> None:
+    keys = BenchKeys()
+    setup = prepare_peers(client, keys, capacity=20)
+    calls = remember_peers(client, setup, "t")
+    hot, cold = key_name(setup.floor_namespace, "hot"), key_name(setup.floor_namespace, "cold")
+    meta = key_name(setup.floor_namespace, "meta")
+    assert (client.zcard(hot), client.zcard(cold)) == (20, 0)
+    evicted = [calls["floor"](i) for i in range(7)]
+    assert (client.zcard(hot), client.zcard(cold)) == (20, 7)
+    assert set(client.zrange(cold, 0, -1)) == set(evicted)  # the ids it returned
+    assert client.hmget(meta, evicted) == [b"c" + b"h" * 64] * 7  # flagged cold
+    assert client.zscore(hot, "t-6") == 7.0 and client.hget(meta, "t-6") == b"h" * 65
+
+    reset_stats(client)
+    assert calls["client_path"](3) == Remembered("t-3", 1.5, (), (), 0, 0)
+    stats = command_stats(client)
+    assert stats["evalsha"][0] == 1 and "fcall" not in stats and "eval" not in stats
+    assert client.zcard(key_name(setup.client_path_namespace, "hot")) == 0  # nothing remembered
+    keys.delete_all(client)
 
 
 def test_seed_remember_keeps_the_max_hot_highest(client: redis.Redis) -> None:

@@ -30,6 +30,7 @@ from memevict.bench.peers import importance
 from memevict.bench.server import busy, wait_until_idle
 from memevict.commands import MAX_SCAN, MAX_TOP
 from memevict.errors import MemevictError
+from memevict.functions import function_name
 from memevict.policy import Policy
 from memevict.scripts import specs
 from memevict.store import MemoryStore
@@ -181,15 +182,18 @@ def measure_blocking(
         for name in ("slowlog-log-slower-than", "slowlog-max-len"):
             if saved.get(name) is not None:
                 client.config_set(name, str(saved[name]))
-    by_sha = {spec.sha: name for name, spec in specs().items()}
+    # A script call in SLOWLOG: EVALSHA <sha> or FCALL <function>, by the store's mode.
+    scripts = {
+        key: name for name, spec in specs().items() for key in (spec.sha, function_name(name))
+    }
     worst_script: dict[str, int] = {}
     slowest: list[tuple[str, int]] = []
     for entry in entries:
         words = bytes(entry["command"]).split(b" ")
         command = words[0].decode(errors="replace").lower()
         what = command
-        if command in ("evalsha", "evalsha_ro") and len(words) > 1:
-            what = by_sha.get(words[1].decode(errors="replace"), "another script")
+        if command in ("evalsha", "evalsha_ro", "fcall", "fcall_ro") and len(words) > 1:
+            what = scripts.get(words[1].decode(errors="replace"), "another script")
             if what != "another script":
                 worst_script[what] = max(worst_script.get(what, 0), int(entry["duration"]))
         slowest.append((what, int(entry["duration"])))

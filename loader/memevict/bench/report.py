@@ -9,7 +9,7 @@ from memevict.bench.blocking import Blocking
 from memevict.bench.budget import Budget
 from memevict.bench.concurrent import Concurrent
 from memevict.bench.footprint import Footprint
-from memevict.bench.single import BATCH_PEER, FUNCTIONS_PEER, SingleClient
+from memevict.bench.single import BATCH_PEER, SingleClient
 from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.targets import Target
 from memevict.bench.timing import Sample, server_time_ratio, throughput_ratio, time_ratio
@@ -19,10 +19,14 @@ LABELS = {
     "zadd": "raw ZADD",
     "seed": "seed remember + evict_if_full",
     "noop": "do-nothing EVALSHA",
+    "floor": "floor script (7 commands)",
+    "client_path": "MemoryStore, fixed-reply script",
     "memevict": "memevict remember()",
     BATCH_PEER: "memevict remember_many()",
-    FUNCTIONS_PEER: "memevict remember(), FCALL",
+    "scripts": "memevict remember(), EVALSHA",
+    "functions": "memevict remember(), FCALL",
 }
+MODE_LABELS = {"scripts": "EVALSHA", "functions": "FCALL"}
 OP_LABELS = {"decay": "decay", "evict": "evict (full)", "remember": "remember (not full)"}
 ARM_LABELS = {
     "plain": "tokens 1, no group (max_hot)",
@@ -78,6 +82,7 @@ def to_json(r: Results) -> dict[str, Any]:
         "single_client": {
             "capacity": r.single.capacity,
             "batch": r.single.batch,
+            "mode": r.single.mode,
             "peers": samples(r.single.samples),
             "ratios": _peer_ratios(r.single.samples),
         },
@@ -193,7 +198,8 @@ def table(r: Results) -> str:
         f"in {r.seconds:.0f} s; medians over interleaved rounds, ratios paired by round",
         "",
         f"remember() on a full store ({r.single.capacity:,} memories, protect_s=0): 1 client, "
-        f"unpipelined, {c['rounds']} rounds of {c['ops']:,} calls per peer",
+        f"unpipelined, {c['rounds']} rounds of {c['ops']:,} calls per peer; memevict "
+        f"remember() in the default mode: {r.single.mode} ({MODE_LABELS[r.single.mode]})",
         *_peer_rows(r.single.samples, r.single.batch),
         "",
         f"the same with {r.concurrent.clients} clients ({r.concurrent.processes} processes), "

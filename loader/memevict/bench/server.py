@@ -161,12 +161,6 @@ def command_stats(client: redis.Redis) -> CommandStats:
     }
 
 
-def usec_per_call(stats: CommandStats, command: str) -> float | None:
-    """The server's time per call of one command (e.g. ``evalsha``)."""
-    calls, usec = stats.get(command, (0, 0))
-    return usec / calls if calls else None
-
-
 # The commands that enter a script. A script's inner commands are counted in
 # INFO commandstats as well, inside its entry's time: summing them too would
 # count that time twice.

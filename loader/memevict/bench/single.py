@@ -1,6 +1,6 @@
-"""T1 (one client) and T6: remember() on a full store against its peers, one
-client, unpipelined; remember_many in batches against single remembers; and
-remember() in functions mode (FCALL) beside EVALSHA."""
+"""T1, P1, P2, P3 (one client), T6 and P4: remember() on a full store against
+its peers, one client, unpipelined; remember_many in batches against single
+remembers; and remember() in each mode (EVALSHA, FCALL) beside the default."""
 
 from __future__ import annotations
 
@@ -8,20 +8,22 @@ from dataclasses import dataclass
 
 import redis
 
-from memevict.bench.peers import PeerSetup, importance, remember_peers
+from memevict.bench.peers import Call, PeerSetup, importance, remember_peers
 from memevict.bench.server import command_stats, reset_stats, usec_per_op
 from memevict.bench.timing import Sample, Samples, rotated, time_calls
+from memevict.registry import Mode
 from memevict.store import MemoryStore
 
 BATCH_PEER = "remember_many"
-FUNCTIONS_PEER = "functions"  # the same remember() in functions mode (FCALL)
+MODE_PEERS: tuple[Mode, ...] = ("scripts", "functions")  # remember() asking for each mode
 
 
 @dataclass(frozen=True)
 class SingleClient:
     capacity: int
     batch: int  # items per remember_many call
-    samples: dict[str, Sample]  # PEERS, BATCH_PEER and FUNCTIONS_PEER
+    mode: Mode  # the mode the "memevict" peer ran in: the default store's
+    samples: dict[str, Sample]  # PEERS, BATCH_PEER and MODE_PEERS
 
 
 def measure_single_client(
@@ -38,13 +40,9 @@ def measure_single_client(
 
     calls[BATCH_PEER] = remember_batch
     items[BATCH_PEER] = batch
-    by_function = MemoryStore(client, setup.namespace, mode="functions")
-
-    def remember_by_function(i: int) -> None:
-        by_function.remember(f"one-f{i}", importance(i))
-
-    calls[FUNCTIONS_PEER] = remember_by_function
-    items[FUNCTIONS_PEER] = 1
+    for mode in MODE_PEERS:
+        calls[mode] = _remember_in(MemoryStore(client, setup.namespace, mode=mode))
+        items[mode] = 1
     samples = Samples()
     next_id = dict.fromkeys(calls, 0)
     for r in range(rounds):
@@ -55,4 +53,8 @@ def measure_single_client(
             server = usec_per_op(command_stats(client), n)
             next_id[name] += n
             samples.add(name, latencies, items_per_call=items[name], server_us=server)
-    return SingleClient(setup.capacity, batch, samples.all())
+    return SingleClient(setup.capacity, batch, store.mode, samples.all())
+
+
+def _remember_in(store: MemoryStore) -> Call:
+    return lambda i: store.remember(f"one-{store.mode}-{i}", importance(i))

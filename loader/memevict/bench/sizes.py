@@ -11,8 +11,9 @@ between sizes is taken within a round. The operations:
   remember  a remember on a store that is not full (max_hot raised by the
             round's calls, then put back, which evicts them, outside the timing)
 
-memevict's server time per call is ``cmdstat_evalsha`` usec_per_call, with
-CONFIG RESETSTAT before each timed run.
+memevict's server time per call is that of its script calls' entry commands
+(EVALSHA or FCALL, whichever the store's mode sends: usec_per_op), with CONFIG
+RESETSTAT before each timed run.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from memevict.bench.server import (
     BenchKeys,
     command_stats,
     reset_stats,
-    usec_per_call,
     usec_per_op,
 )
 from memevict.bench.timing import Sample, Samples, rotated, time_calls
@@ -97,7 +97,7 @@ class _Phases:
     def _memevict(self, op: str, call: Callable[[int], object]) -> None:
         reset_stats(self.client)
         latencies = time_calls(call, self.ops, self._ids())
-        server = usec_per_call(command_stats(self.client), "evalsha")
+        server = usec_per_op(command_stats(self.client), self.ops)
         self.samples.add(f"memevict/{op}/{self.size}", latencies, server_us=server)
 
     def _seed(self, op: str, call: Callable[[int], object], calls: int) -> None:

@@ -1,4 +1,5 @@
-"""The performance issue's targets, each judged from ratios measured within one run."""
+"""The performance issues' targets, each judged from ratios measured within one run:
+T1-T8 of the first, P1-P4 of the second (issue 16)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from memevict.bench.blocking import Blocking
 from memevict.bench.budget import Budget
 from memevict.bench.concurrent import Concurrent
 from memevict.bench.footprint import Footprint
-from memevict.bench.single import BATCH_PEER, SingleClient
+from memevict.bench.single import BATCH_PEER, MODE_PEERS, SingleClient
 from memevict.bench.sizes import Sizes
 from memevict.bench.timing import server_time_ratio, throughput_ratio, time_ratio
 from memevict.bench.window import NO_BUDGET, Windows, case_name
@@ -145,6 +146,64 @@ def judge(
         ),
         _t7(budget),
         _t8(windows),
+        *_round_two(single, concurrent),
+    ]
+
+
+def _round_two(single: SingleClient, concurrent: Concurrent) -> list[Target]:
+    one, many = single.samples, concurrent.samples
+    memevict = f"remember() ({single.mode})"
+    modes = "; ".join(
+        f"{mode}: {_n2(server_time_ratio(one[mode], one['floor']))}x" for mode in MODE_PEERS
+    )
+    server = f"{_n2(one['memevict'].server_us)} vs {_n2(one['floor'].server_us)} µs"
+    return [
+        Target(
+            "P1",
+            f"{memevict} on a full store (evicting), 1 client, server time per call vs the "
+            "floor script (remember's KEYS and ARGV; HSET, ZADD, ZCARD, ZRANGE, ZREM, ZADD, HSET)",
+            server_time_ratio(one["memevict"], one["floor"]),
+            3.0,
+            False,
+            note=f"{server}; {modes}",
+        ),
+        Target(
+            "P2",
+            "MemoryStore call of a fixed-reply script (EVALSHA), 1 client, calls/s vs raw "
+            "redis-py EVALSHA of a do-nothing script, the same KEYS and ARGV",
+            throughput_ratio(one["client_path"], one["noop"]),
+            0.9,
+            True,
+        ),
+        Target(
+            "P3 zadd",
+            f"{memevict} on a full store, 1 client, ops/s vs raw ZADD",
+            throughput_ratio(one["memevict"], one["zadd"]),
+            0.45,
+            True,
+        ),
+        Target(
+            "P3 zadd, many clients",
+            f"{memevict} on a full store, {concurrent.clients} clients "
+            f"({concurrent.processes} processes), aggregate ops/s vs raw ZADD",
+            throughput_ratio(many["memevict"], many["zadd"]),
+            0.55,
+            True,
+        ),
+        Target(
+            "P3 seed",
+            f"{memevict} on a full store, 1 client, ops/s vs the seed's remember + evict_if_full",
+            throughput_ratio(one["memevict"], one["seed"]),
+            2.0,
+            True,
+        ),
+        Target(
+            "P4",
+            f"remember_many({single.batch} items) items/s vs single {memevict} calls",
+            throughput_ratio(one[BATCH_PEER], one["memevict"]),
+            12.0,
+            True,
+        ),
     ]
 
 
