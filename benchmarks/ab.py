@@ -53,13 +53,21 @@ def specs_at(rev: str | None) -> Mapping[str, ScriptSpec]:
 SCRIPTS = ("configure", "remember")
 
 
-def run(client: redis.Redis, side: Mapping[str, ScriptSpec], ns: str, args: Mapping[str, str | bytes], call: str) -> object:
+def run(
+    client: redis.Redis,
+    side: Mapping[str, ScriptSpec],
+    ns: str,
+    args: Mapping[str, str | bytes],
+    call: str,
+) -> object:
     spec = side["remember"]
     keys = spec.key_names(ns, call)
     return client.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
 
 
-def prepare(client: redis.Redis, side: Mapping[str, ScriptSpec], ns: str, memories: int, text: bool) -> None:
+def prepare(
+    client: redis.Redis, side: Mapping[str, ScriptSpec], ns: str, memories: int, text: bool
+) -> None:
     for spec in side.values():
         client.script_load(spec.source)
     configure = commands.configure(Policy(max_hot=memories, protect_s=0), replace=True)

@@ -132,7 +132,21 @@ if stored[1] ~= false and not has_state then
   rebuild_state(parse_policy(stored))
   has_state = true
 end
+-- The packed copy the scripts read (lib/policy.lua) follows the fields: a
+-- field edited by hand is checked as a given one and packed again here.
+local function policy_repack()
+  for i, f in ipairs(POLICY) do
+    local _, why = policy_value(f, stored[i] or '')
+    if why then fail('BAD_POLICY', 'the stored policy was edited: ' .. why) end
+  end
+  local packed = pack_policy(stored)
+  if rcall('HGET', KEY.policy, 'packed') ~= packed then
+    rcall('HSET', KEY.policy, 'packed', packed)
+  end
+end
+
 if stored[1] ~= false and ARG.mode == 'init' then
+  policy_repack()
   return reply('existing', stored)
 end
 
@@ -145,7 +159,7 @@ if stored[1] ~= false then
   g_now = clock(now, old_p, old_st)
 end
 
-local fields = {}
+local fields = {'packed', pack_policy(given)}
 for i, f in ipairs(POLICY) do
   fields[#fields + 1] = f[1]
   fields[#fields + 1] = given[i]

@@ -168,3 +168,45 @@ def test_a_replaced_policy_applies_at_once(client: redis.Redis) -> None:
     assert (s.whitelisted, s.hot, s.cold) == (2, 5, 5)
     top_ids = {m.id for m in store.top(5)}
     assert {"w2", "w3"} <= top_ids  # the two highest whitelisted stay whitelisted
+
+
+# The scripts read the policy packed in one field (lib/policy.lua); the fields
+# are what people and the Python package read.
+
+
+def test_a_hand_edit_of_a_field_applies_when_a_store_next_opens(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=3, protect_s=0))
+    client.hset(key_name("ns", "policy"), "max_hot", "1")  # by hand
+    for i in range(3):
+        store.remember(f"m{i}", 1.0 + i, now=T0)
+    assert store.stats(now=T0).hot == 3  # the packed copy still says 3
+    assert MemoryStore(client, "ns").policy.max_hot == 1  # opening checks and packs the fields
+    assert store.remember("m3", 9.0, now=T0).evicted == ("m0", "m1", "m2")
+
+
+def test_a_bad_hand_edit_is_refused_when_a_store_opens(client: redis.Redis) -> None:
+    MemoryStore(client, "ns", Policy(max_hot=3))
+    client.hset(key_name("ns", "policy"), "jitter", "a lot")
+    with pytest.raises(BadPolicy, match="edited: jitter"):
+        MemoryStore(client, "ns")
+
+
+def test_a_damaged_packed_policy_is_packed_again(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
+    store.remember("a", 1.0, now=T0)
+    for damage in (b"\xc1", b"\x92\x01\x02", b"not msgpack"):
+        client.hset(key_name("ns", "policy"), "packed", damage)
+        # The script refuses before any write (NO_POLICY); the store configures
+        # again, which packs the fields again, and the call goes through.
+        assert store.remember(f"b{damage[0]}", 2.0, now=T0).evicted != ()
+    assert store.stats(now=T0).hot == 1
+
+
+def test_a_policy_without_the_packed_field_is_read_from_its_fields(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
+    client.hdel(key_name("ns", "policy"), "packed")  # as memevict 0.1.0 stored it
+    store.remember("a", 1.0, now=T0)
+    assert store.remember("b", 2.0, now=T0).evicted == ("a",)
+    assert not client.hexists(key_name("ns", "policy"), "packed")  # a write does not pack it
+    MemoryStore(client, "ns")
+    assert client.hexists(key_name("ns", "policy"), "packed")  # opening does

@@ -350,7 +350,8 @@ def test_a_policy_stored_before_the_new_fields_reads_them_as_0(
 ) -> None:
     store = make_store(namespace="old", max_hot=3)
     store.remember("a", 1.0, now=T0)
-    client.hdel(key_name("old", "policy"), "max_tokens", "idle_ttl_s")  # as 0.1.0 stored it
+    # as 0.1.0 stored it: no packed copy, and none of the fields added since
+    client.hdel(key_name("old", "policy"), "max_tokens", "idle_ttl_s", "packed")
     assert store.remember("b", 1.0, tokens=10**6, now=T0).over_tokens == 0
     assert MemoryStore(client, "old").policy == Policy(clock="wall", max_hot=3)
 

@@ -39,9 +39,21 @@ import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterError, NoScriptError, ResponseError, TryAgainError
+from redis.exceptions import (
+    ClusterError,
+    NoPermissionError,
+    NoScriptError,
+    ResponseError,
+    TryAgainError,
+)
 
-from memevict.errors import MemevictError, NotLoaded, SlotMigrating, from_response
+from memevict.errors import (
+    MemevictError,
+    NotLoaded,
+    PermissionDenied,
+    SlotMigrating,
+    from_response,
+)
 from memevict.functions import VERSION_FUNCTION, function_name, library
 from memevict.scripts import ArgValue, ScriptSpec, specs
 
@@ -174,7 +186,7 @@ class RegistryBase(Generic[C]):
     def __init__(
         self,
         client: C,
-        mode: Choice = "auto",
+        mode: Choice = "scripts",
         *,
         may_load: bool = True,
         migration_wait_s: float = MIGRATION_WAIT_S,
@@ -197,9 +209,12 @@ class RegistryBase(Generic[C]):
 
     def _version_known(self, ask: Invocation, error: ResponseError) -> bool:
         """Whether an error of the version call means only that the library
-        is missing (then it may be loaded); any other error falls back."""
+        is missing (then it may be loaded); a server without Functions or an
+        ACL refusing FCALL_RO falls back; any other error is raised."""
         if ask.lacks_script(error):
             return True
+        if not (isinstance(error, NoPermissionError) or str(error).startswith("unknown command")):
+            raise from_response(error) from None
         self._fall_back(from_response(error))
         return False
 
@@ -239,7 +254,7 @@ class ScriptRegistry(RegistryBase[SyncClient]):
             if not self.may_load:
                 raise not_loaded(reason)
             self.load()
-        except MemevictError as error:
+        except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
     def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
@@ -311,7 +326,7 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
             if not self.may_load:
                 raise not_loaded(reason)
             await self.load()
-        except MemevictError as error:
+        except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
     async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:

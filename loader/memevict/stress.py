@@ -37,7 +37,7 @@ from memevict.errors import MemevictError, NotFound
 from memevict.policy import Policy
 from memevict.results import Batch, Evicted, Remembered
 from memevict.scripts import key_name, specs
-from memevict.store import MemoryStore
+from memevict.store import MemoryStore, ScriptRegistry
 
 OPS = ("remember", "touch", "decay", "evict", "whitelist", "demote", "recall", "forget", "burst")
 WEIGHTS = (40, 12, 4, 8, 9, 9, 10, 8, 1)
@@ -206,7 +206,7 @@ class MemevictTarget:
         self.client = client
         self.namespace = namespace
         self.store = MemoryStore(client, namespace, policy)
-        self.store.registry.load()  # snapshot() sends EVALSHA_RO inside MULTI
+        ScriptRegistry(client, "scripts").load()  # snapshot() sends EVALSHA_RO inside MULTI
 
     def call(self, op: str, id: str, importance: float, whitelist: bool, now: int | None) -> Record:
         result = send_op(self.store, op, id, importance, whitelist, now)

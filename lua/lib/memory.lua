@@ -577,21 +577,21 @@ end
 
 -- Puts a memory found evictable while protected (a policy change moved its
 -- protection) back where it belongs.
+-- (index: where it still is; nil when it was popped already.)
 local function reprotect(m, index, key)
-  rcall('ZREM', index, m.id)
+  if index then rcall('ZREM', index, m.id) end
   rcall('ZADD', KEY.fresh, fmt(key), m.id)
   rcall('ZADD', KEY.prot, m.till, m.id)
 end
 
+-- Evicts the memory of hot entry e, already taken out of hot.
 local function evict_one(e, st, t, evicted)
   t.work = t.work - 1
   local m = read_meta(e.id)
-  if not m then -- its metadata was lost (README: Lost keys): the entry goes
-    rcall('ZREM', KEY.hot, e.id)
-  elseif m.till > t.now then
-    reprotect(m, KEY.hot, e.key)
+  if not m then return end -- its metadata was lost (README: Lost keys): the entry went
+  if m.till > t.now then
+    reprotect(m, nil, e.key)
   else
-    rcall('ZREM', KEY.hot, e.id)
     to_cold({m}, {e.key}, st, t, evicted)
   end
 end
@@ -659,17 +659,25 @@ local function enforce(p, st, t)
       t.slot = math.min(1023, math.floor((tonumber(last[2]) - t.now) * 1024 + 0.5) + 1)
     end
     local extra = p.evict_batch
-    local a, b = head(KEY.hot), head(KEY.groups)
-    while t.work > 0 and (a or b) do
+    -- While there is an evictable group, the lowest memory is read (a) to
+    -- compare with the lowest group (b); without one it is popped.
+    local b = head(KEY.groups)
+    local a = b and head(KEY.hot)
+    while t.work > 0 do
       local holding = not over()
       if holding and extra <= 0 then break end
       local before = #evicted
       if b and (not a or b.key < a.key) then
         if not evict_group(b, st, t, evicted) then break end
         b = head(KEY.groups)
-      else
+      elseif b then
+        rcall('ZREM', KEY.hot, a.id)
         evict_one(a, st, t, evicted)
         a = head(KEY.hot)
+      else
+        local e = rcall('ZPOPMIN', KEY.hot)
+        if #e == 0 then break end
+        evict_one({id = e[1], key = tonumber(e[2])}, st, t, evicted)
       end
       if holding then extra = extra - (#evicted - before) end
     end

@@ -49,6 +49,36 @@ local function policy_names()
   return names
 end
 
+-- The stored policy is also kept packed, in the field 'packed' of the same
+-- hash: the values in POLICY order (a word as its position in its list) as
+-- one MessagePack array, so a script reads it with one HGET and one
+-- cmsgpack.unpack instead of an HMGET of every field and a tonumber each.
+-- (MessagePack keeps a whole number in 1..9 bytes and any other exactly in
+-- 5 or 9, so a usual policy packs in under 64 bytes and the hash stays a
+-- compact listpack.) configure writes both in one HSET; the fields are what
+-- the Python package, the CLI and people read. A hand edit of a field
+-- reaches the scripts when configure next runs (every store runs it when it
+-- opens): configure checks the fields as it checks a policy given to it and
+-- packs them again (policy_repack in configure.lua).
+
+-- The policy's values as numbers, from its fields as strings in POLICY
+-- order (an HMGET of policy_names(); a field added since the policy was
+-- stored reads nil, and takes its default).
+local function policy_numbers(values)
+  local numbers = {}
+  for i, f in ipairs(POLICY) do
+    local v = values[i] or f[5]
+    if f[2] == 'word' then
+      for k, word in ipairs(f[3]) do
+        if word == v then numbers[i] = k end
+      end
+    else
+      numbers[i] = tonumber(v)
+    end
+  end
+  return numbers
+end
+
 -- The recency clock G measures age in half-lives times ln 2, so recency =
 -- exp(-(G(now) - G(last access))). It runs on one of two clocks:
 --   wall      G advances with the server's time: halves every half_life_s
@@ -57,15 +87,14 @@ end
 --             still while nothing is remembered
 -- G is piecewise linear: configure stores its value g0 where the clock or
 -- half-life last changed, at position x0 (ms for wall, seq for activity).
--- The policy from its stored fields (HMGET of policy_names()).
-local function parse_policy(raw)
+-- The policy from policy_numbers, with lambda, G per unit of position (a
+-- memory remembered, or a ms).
+local function policy_of(numbers)
   local p = {}
   for i, f in ipairs(POLICY) do
-    local v = raw[i] or f[5]
-    p[f[1]] = f[2] == 'word' and v or tonumber(v)
+    p[f[1]] = f[2] == 'word' and f[3][numbers[i]] or numbers[i]
   end
   p.activity = p.clock == 'activity'
-  -- lambda: G per unit of position (a memory remembered, or a ms)
   if p.activity then
     p.lambda = math.log(2) / p.half_life_memories
   else
@@ -74,17 +103,36 @@ local function parse_policy(raw)
   return p
 end
 
+local function parse_policy(raw)
+  return policy_of(policy_numbers(raw))
+end
+
+local function pack_policy(values)
+  return cmsgpack.pack(policy_numbers(values))
+end
+
 local function load_policy()
-  local raw = typed_read('HMGET', KEY.policy, unpack(policy_names()))
+  local packed = typed_read('HGET', KEY.policy, 'packed')
+  local p
+  if packed then
+    local ok, numbers = pcall(cmsgpack.unpack, packed)
+    if not ok or type(numbers) ~= 'table' or #numbers ~= #POLICY then
+      fail('NO_POLICY', "the namespace's packed policy is damaged; configure (any " ..
+        'MemoryStore opening the namespace) packs it again from the fields')
+    end
+    p = policy_of(numbers)
+  else -- a policy stored before the packed field (memevict 0.1.0), or none
+    local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
+    if raw[1] == false then
+      fail('NO_POLICY', 'namespace has no policy; run configure first')
+    end
+    p = parse_policy(raw)
+  end
   local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest',
     'wbase', 'tokens')
-  if raw[1] == false then
-    fail('NO_POLICY', 'namespace has no policy; run configure first')
-  end
   if state[1] == false then
     fail('NO_POLICY', 'namespace lost its state key; configure (any MemoryStore) rebuilds it')
   end
-  local p = parse_policy(raw)
   local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
     g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0,
     wbase = tonumber(state[7]) or 0, tokens = tonumber(state[8]) or 0}
