@@ -1,16 +1,19 @@
 """A/B of the Lua scripts: a git revision's against the working tree's, in one run.
 
 Each side gets its own namespace, configured by its own configure script and
-filled by its own remember script (pipelined EVALSHA) to ``--memories``
-memories with protect_s=0, so every remember of a new id evicts exactly one
-memory. Then ``--rounds`` interleaved rounds (the order alternates) of
-``--calls`` evicting remember() calls per side, each with a fresh call id
-(a receipt, as MemoryStore sends it), arguments built by the working tree's
-memevict.commands for both sides (a script's ARGV contract must not differ).
-Server time per call from INFO commandstats (EVALSHA's usec_per_call) around
-each batch; medians over rounds, and B / A paired by round.
+filled by its own remember (pipelined) to ``--memories`` memories with
+protect_s=0, so every remember of a new id evicts exactly one memory. Then
+``--rounds`` interleaved rounds (the order alternates) of ``--calls`` evicting
+remember() calls per side, each with a fresh call id (a receipt, as
+MemoryStore sends it), arguments built by the working tree's memevict.commands
+for both sides (a script's ARGV contract must not differ). ``--mode
+functions`` (the default, as a store's) calls each side as a functions
+library of its own (FCALL), ``--mode scripts`` as EVALSHA. Server time per
+call from INFO commandstats around each batch; medians over rounds, and
+B / A paired by round.
 
-    python benchmarks/ab.py BASE_REV [--url URL] [--text] [--rounds 20] [--calls 500]
+    python benchmarks/ab.py BASE_REV [--url URL] [--mode scripts] [--text]
+        [--rounds 20] [--calls 500]
 
 Without --url it runs on an embedded Valkey. Given one it FLUSHES that server.
 """
@@ -23,65 +26,63 @@ import statistics
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import redis
 
 from memevict import commands
+from memevict.functions import function_name, library_of
 from memevict.policy import Policy
-from memevict.scripts import ScriptSpec, lua_root, parse
+from memevict.scripts import lua_root, parse
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ("configure", "remember")
 
 
-def specs_at(rev: str | None) -> Mapping[str, ScriptSpec]:
-    """configure and remember as the revision (None: the working tree) has them."""
+def lua_at(rev: str | None) -> Path:
+    """The lua/ directory of a revision (None: the working tree)."""
     if rev is None:
-        root = Path(str(lua_root()))
-        return {n: parse(n, (root / f"{n}.lua").read_text(), root) for n in SCRIPTS}
+        return Path(str(lua_root()))
     blob = subprocess.run(
         ["git", "archive", rev, "lua"], cwd=ROOT, check=True, capture_output=True
     ).stdout
     tmp = Path(tempfile.mkdtemp(prefix="ab-"))
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(tmp, filter="data")
-    root = tmp / "lua"
-    return {n: parse(n, (root / f"{n}.lua").read_text(), root) for n in SCRIPTS}
+    return tmp / "lua"
 
 
-SCRIPTS = ("configure", "remember")
+class Side:
+    """configure and remember as one revision has them, sent as scripts or as
+    a functions library of their own named ``name``."""
 
+    def __init__(self, rev: str | None, name: str, mode: str) -> None:
+        root = lua_at(rev)
+        self.specs = {n: parse(n, (root / f"{n}.lua").read_text(), root) for n in SCRIPTS}
+        self.library = library_of(self.specs, root, name)
+        self.name, self.mode = name, mode
+        self.namespace = f"ab{name}"
 
-def run(
-    client: redis.Redis,
-    side: Mapping[str, ScriptSpec],
-    ns: str,
-    args: Mapping[str, str | bytes],
-    call: str,
-) -> object:
-    spec = side["remember"]
-    keys = spec.key_names(ns, call)
-    return client.evalsha(spec.sha, len(keys), *keys, *spec.argv(args))
+    def load(self, client: redis.Redis) -> None:
+        for spec in self.specs.values():
+            client.script_load(spec.source)
+        client.function_load(self.library.source, replace=True)
 
+    def call(self, client: redis.Redis, script: str, args: commands.Call[object]) -> object:
+        spec = self.specs[script]
+        keys = spec.key_names(self.namespace, args.call)
+        argv = spec.argv(args.args)
+        if self.mode == "functions":
+            name = function_name(script, self.name)
+            return client.fcall(name, len(keys), *keys, *argv)  # type: ignore[no-untyped-call]
+        return client.evalsha(spec.sha, len(keys), *keys, *argv)
 
-def prepare(
-    client: redis.Redis, side: Mapping[str, ScriptSpec], ns: str, memories: int, text: bool
-) -> None:
-    for spec in side.values():
-        client.script_load(spec.source)
-    configure = commands.configure(Policy(max_hot=memories, protect_s=0), replace=True)
-    spec = side["configure"]
-    keys = spec.key_names(ns)
-    client.evalsha(spec.sha, len(keys), *keys, *spec.argv(configure.args))
-    pipe = client.pipeline(transaction=False)
-    for i in range(memories):
-        c = remember_call(f"w{i}", i, text)
-        keys = side["remember"].key_names(ns)
-        pipe.evalsha(side["remember"].sha, len(keys), *keys, *side["remember"].argv(c.args))
-        if len(pipe) >= 500:
-            pipe.execute()
-    pipe.execute()
+    def prepare(self, client: redis.Redis, memories: int, text: bool) -> None:
+        self.load(client)
+        policy = Policy(max_hot=memories, protect_s=0)
+        self.call(client, "configure", commands.configure(policy, replace=True))  # type: ignore[arg-type]
+        for i in range(memories):
+            self.call(client, "remember", remember_call(f"w{i}", i, text))
 
 
 def remember_call(memory_id: str, i: int, text: bool) -> commands.Call[object]:
@@ -94,12 +95,14 @@ def main() -> None:
     cli = argparse.ArgumentParser()
     cli.add_argument("base")
     cli.add_argument("--url")
+    cli.add_argument("--mode", choices=["functions", "scripts"], default="functions")
     cli.add_argument("--rounds", type=int, default=20)
     cli.add_argument("--calls", type=int, default=500)
     cli.add_argument("--memories", type=int, default=1000)
     cli.add_argument("--text", action="store_true", help="remember with 40 bytes of text")
     opts = cli.parse_args()
-    sides = {"A": specs_at(opts.base), "B": specs_at(None)}
+    sides = {"A": Side(opts.base, "abA", opts.mode), "B": Side(None, "abB", opts.mode)}
+    entry = "fcall" if opts.mode == "functions" else "evalsha"
     server = None
     if opts.url:
         client = redis.Redis.from_url(opts.url)
@@ -111,9 +114,10 @@ def main() -> None:
         client = redis.Redis.from_url(server.connection_url)
     try:
         client.flushall()
-        version = client.info("server").get("redis_version")
-        for name, side in sides.items():
-            prepare(client, side, f"ab{name}", opts.memories, opts.text)
+        info = client.info("server")
+        version = info.get("valkey_version") or info.get("redis_version")
+        for side in sides.values():
+            side.prepare(client, opts.memories, opts.text)
         us: dict[str, list[float]] = {name: [] for name in sides}
         n = 0
         for r in range(opts.rounds):
@@ -121,15 +125,15 @@ def main() -> None:
                 client.config_resetstat()
                 for _ in range(opts.calls):
                     n += 1
-                    c = remember_call(f"x{n}", n, opts.text)
-                    run(client, sides[name], f"ab{name}", c.args, c.call)
-                us[name].append(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
+                    sides[name].call(client, "remember", remember_call(f"x{n}", n, opts.text))
+                us[name].append(client.info("commandstats")[f"cmdstat_{entry}"]["usec_per_call"])
         a, b = (statistics.median(us[s]) for s in sides)
         paired = statistics.median(y / x for x, y in zip(us["A"], us["B"], strict=True))
         print(
-            f"server {version}: evicting remember{' with text' if opts.text else ''}, "
-            f"{opts.memories:,} memories, median of {opts.rounds} rounds x {opts.calls}: "
-            f"A ({opts.base}) {a:.1f} µs, B (working tree) {b:.1f} µs; B / A paired {paired:.3f}"
+            f"server {version}, {opts.mode}: evicting remember"
+            f"{' with text' if opts.text else ''}, {opts.memories:,} memories, median of "
+            f"{opts.rounds} rounds x {opts.calls}: A ({opts.base}) {a:.1f} µs, "
+            f"B (working tree) {b:.1f} µs; B / A paired {paired:.3f}"
         )
     finally:
         if server is not None:

@@ -138,10 +138,11 @@ def _inline(text: str, root: Traversable, seen: set[str], stack: tuple[str, ...]
     return "\n".join(out)
 
 
-def helpers_text(paths: Sequence[str]) -> str:
-    """The helper files (``lib/x.lua``) inlined once each, in order, as a
-    script's --@include lines would inline them."""
-    return _inline("\n".join(f"--@include {path}" for path in paths), lua_root(), set(), ())
+def helpers_text(paths: Sequence[str], root: Traversable | None = None) -> str:
+    """The helper files (``lib/x.lua``, under ``root``: the installed lua/ by
+    default) inlined once each, in order, as --@include lines would inline them."""
+    text = "\n".join(f"--@include {path}" for path in paths)
+    return _inline(text, lua_root() if root is None else root, set(), ())
 
 
 def _declarations(lines: Sequence[str], kind: str) -> list[tuple[str, str]]:
