@@ -7,12 +7,13 @@
 -- whitelist_cap demotes, a lower max_hot, max_tokens or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, epoch (ms), decay (D: the running sum of ln(rate), plus the
---   whole shifts that keep the decay keys small), seq (memories remembered: the
---   jitter counter and the activity clock), g0 and x0 (the recency clock's value
---   and position, ms or seq, where the policy last changed), latest (the latest now
---   a write used: the namespace's time, which never runs back), wbase (the offset
---   of the whitelist keys), tokens (the hot tier's total tokens)
+-- KEYS[2] state: hash, field packed: eight doubles (struct '<dddddddd'): epoch (ms),
+--   decay (D: the running sum of ln(rate), plus the whole shifts that keep the decay
+--   keys small), seq (memories remembered: the jitter counter and the activity
+--   clock), g0 and x0 (the recency clock's value and position, ms or seq, where the
+--   policy last changed), latest (the latest now a write used: the namespace's time,
+--   which never runs back), wbase (the offset of the whitelist keys), tokens (the hot
+--   tier's total tokens); see read_state in lib/policy.lua
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
@@ -123,11 +124,11 @@ local function rebuild_state(p)
       end
     end
   end
-  rcall('HSET', KEY.state, 'epoch', now, 'decay', fmt(decay), 'seq', seq, 'g0', fmt(g0),
-    'x0', p.activity and seq or latest, 'latest', latest, 'wbase', fmt(wbase), 'tokens', tokens)
+  save_state({epoch = now, decay = decay, seq = seq, g0 = g0, x0 = p.activity and seq or latest,
+    latest = latest, wbase = wbase, tokens = tokens, changed = true})
 end
 
-local has_state = rcall('HEXISTS', KEY.state, 'epoch') == 1
+local has_state = read_state() ~= nil
 if stored[1] ~= false and not has_state then
   rebuild_state(parse_policy(stored))
   has_state = true
@@ -165,8 +166,9 @@ for i, f in ipairs(POLICY) do
   fields[#fields + 1] = given[i]
 end
 rcall('HSET', KEY.policy, unpack(fields))
-if rcall('HSETNX', KEY.state, 'epoch', now) == 1 then
-  rcall('HSET', KEY.state, 'decay', 0, 'seq', 0)
+if not has_state then
+  save_state({epoch = now, decay = 0, seq = 0, g0 = 0, x0 = 0, latest = 0, wbase = 0, tokens = 0,
+    changed = true})
 end
 -- A new clock or half-life starts a new piece of G at its value now, so
 -- recency already lost stays lost and no key changes (O(1)). Unchanged
@@ -174,8 +176,8 @@ end
 local p, st = load_policy()
 -- (A policy lost while the state remained keeps the clock where it stands.)
 if status == 'replaced' or not has_state then
-  st.g0, st.x0 = g_now, position(now, p, st)
-  rcall('HSET', KEY.state, 'g0', fmt(st.g0), 'x0', st.x0)
+  st.g0, st.x0, st.changed = g_now, position(now, p, st), true
+  save_state(st)
 end
 if status == 'replaced' then
   local t = read_tiers(now, st)

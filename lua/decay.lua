@@ -38,7 +38,7 @@ local p, st = load_policy()
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
     KEY.groups, KEY.links) -- (only kept alive here: keep_alive)
-  local decay = st.decay + math.log(rate)
-  rcall('HSET', KEY.state, 'decay', fmt(decay))
-  return fmt(decay)
+  st.decay, st.changed = st.decay + math.log(rate), true
+  save_state(st)
+  return fmt(st.decay)
 end)

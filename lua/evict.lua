@@ -46,6 +46,6 @@ return once(p, function()
   start_writes(t, p, st)
   local demoted = cap_whitelist(p, st, t)
   local evicted = enforce(p, st, t)
-  local n = pressure(p, now)
+  local n = pressure(p, st, now)
   return {evicted, demoted, n.over, n.backlog, n.over_tokens}
 end)

@@ -31,7 +31,7 @@
 
 check_layout()
 local id = arg_id(ARG.id)
-local p = load_policy()
+local p, st = load_policy()
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
@@ -57,6 +57,9 @@ return once(p, function()
   end
   if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
   if m.group ~= '' then rcall('ZREM', KEY.groups, m.group) end
-  if tokens > 0 then rcall('HINCRBY', KEY.state, 'tokens', -tokens) end
+  if tokens > 0 then
+    st.tokens, st.changed = st.tokens - tokens, true
+    save_state(st)
+  end
   return #ids
 end)

@@ -84,7 +84,8 @@ return once(p, function()
   local t = read_tiers(now, st)
   -- Writes start here.
   start_writes(t, p, st)
-  local seq = rcall('HINCRBY', KEY.state, 'seq', n) - n
+  local seq = st.seq
+  st.changed = true -- (st.seq becomes seq + n below)
   local scores, demoted, seen, moved = {}, {}, {}, {}
   -- The writes of items met once and never whitelisted are sent together
   -- (one HSET / ZADD per key for the batch); an item that another item or

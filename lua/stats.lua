@@ -32,6 +32,6 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local n = pressure(p, now)
+local n = pressure(p, st, now)
 return {n.size, math.min(n.cold, p.cold_max), n.wl,
   rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '+inf'), n.over, n.backlog, n.tokens, n.over_tokens}

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from memevict import MemoryStore, Policy
+from memevict.state import read_state
 from tests.servers import Server, redis_binary, valkey_binary
 
 SERVERS = ("valkey", "redis")
@@ -58,3 +59,10 @@ def make_store(client: redis.Redis) -> StoreFactory:
         return MemoryStore(client, namespace, scenario_policy(**policy))
 
     return make
+
+
+def state_of(client: redis.Redis, namespace: str) -> dict[str, float]:
+    """A namespace's state fields (memevict.state), which must exist."""
+    state = read_state(client, namespace)
+    assert state is not None
+    return state

@@ -28,7 +28,7 @@ from memevict import (
     commands,
 )
 from memevict.scripts import key_name
-from tests.conftest import StoreFactory
+from tests.conftest import StoreFactory, state_of
 from tests.test_bad_input import ABOVE_RANGE
 
 T0 = 1_700_000_000_000
@@ -461,7 +461,7 @@ def test_bad_field_changes_write_nothing(make_store: StoreFactory, client: redis
 
 def distinct_keys_at(make_store: StoreFactory, client: redis.Redis, age_s: float) -> int:
     store = make_store(half_life_s=60, jitter=0.001, max_hot=1000, protect_s=0)
-    epoch = int(client.hget(key_name(store.namespace, "state"), "epoch"))  # type: ignore[arg-type]
+    epoch = int(state_of(client, store.namespace)["epoch"])
     at = epoch + int(age_s * S)
     for i in range(0, 200, 100):
         store.remember_many([(f"m{k}", 1e5) for k in range(i, i + 100)], now=at)
@@ -495,18 +495,17 @@ def test_rebasing_changes_no_score_and_no_order(
     make_store: StoreFactory, client: redis.Redis
 ) -> None:
     store = make_store(half_life_s=60, protect_s=0, whitelist_cap=5, score_min=0)
-    epoch = int(client.hget(key_name(store.namespace, "state"), "epoch"))  # type: ignore[arg-type]
+    epoch = int(state_of(client, store.namespace)["epoch"])
     store.remember("w", 3.0, whitelist=True, now=epoch)
     for i in range(5):
         store.remember(f"m{i}", 1.0 + i, now=epoch + i * 60 * S)
     store.decay(0.5)
     later = epoch + 365 * 86400 * S  # G has moved by half a million: past REBASE
     before = [(m.id, m.score) for m in store.top(10, now=later)]
-    state = key_name(store.namespace, "state")
-    d0 = float(client.hget(state, "decay"))  # type: ignore[arg-type]
+    d0 = state_of(client, store.namespace)["decay"]
     store.evict(now=later)  # a write: rebases
-    assert abs(float(client.hget(state, "decay")) - d0) > 4096  # type: ignore[arg-type]
-    assert float(client.hget(state, "wbase")) != 0  # type: ignore[arg-type]
+    assert abs(state_of(client, store.namespace)["decay"] - d0) > 4096
+    assert state_of(client, store.namespace)["wbase"] != 0
     after = [(m.id, m.score) for m in store.top(10, now=later)]
     assert [i for i, _ in after] == [i for i, _ in before]
     for (_, a), (_, b) in zip(after, before, strict=True):

@@ -23,8 +23,9 @@ from memevict import (
 )
 from memevict.functions import LIBRARY
 from memevict.registry import Mode
-from memevict.scripts import key_name, namespace_keys, specs
+from memevict.scripts import namespace_keys, specs
 from memevict.stress import Checker, MemevictTarget, text_for
+from tests.conftest import state_of
 from tests.proxy import Proxy
 from tests.servers import Server
 
@@ -75,7 +76,7 @@ def test_a_resent_decay_applies_once(client: redis.Redis, proxy: Proxy, window: 
     proxy.drop_replies(1)
     store.decay(0.5)
     assert evalsha_calls(client) - before == 2  # the server really ran it twice
-    applied = float(client.hget(key_name(NS, "state"), "decay") or "nan")
+    applied = state_of(client, NS)["decay"]
     # With receipts the second run is a replay; without them the tick squares.
     ticks = 1 if window else 2
     assert math.isclose(applied, ticks * math.log(0.5), rel_tol=1e-12)
@@ -85,7 +86,7 @@ def test_a_resent_remember_reports_what_it_evicted(client: redis.Redis, proxy: P
     store = MemoryStore(through(proxy), NS, Policy(max_hot=2, protect_s=0))
     store.remember("low", 1.0, now=T0)
     store.remember("mid", 2.0, now=T0)
-    seq = client.hget(key_name(NS, "state"), "seq")
+    seq = state_of(client, NS)["seq"]
     before = evalsha_calls(client)
     proxy.drop_replies(1)
     r = store.remember("high", 3.0, now=T0 + 1000)
@@ -93,7 +94,7 @@ def test_a_resent_remember_reports_what_it_evicted(client: redis.Redis, proxy: P
     # The first run evicted "low"; the resend replays that reply instead of
     # running again (which would evict nothing and draw a second jitter).
     assert r.evicted == ("low",)
-    assert int(client.hget(key_name(NS, "state"), "seq") or 0) == int(seq or 0) + 1
+    assert state_of(client, NS)["seq"] == seq + 1
 
 
 @pytest.mark.parametrize(

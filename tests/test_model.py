@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 from memevict import Memory, MemoryStore, NotFound, OverBudget, Policy, Remembered
 from memevict.importance import CATEGORIES, Message, importance_of, label, rules
 from memevict.scripts import key_name
+from memevict.state import unpack_state
 from tests.model import Mem, Model, NearTie, TooCostly, Unknown
 
 NAMESPACE = "model"
@@ -153,7 +154,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             self.store = MemoryStore(client, NAMESPACE, policy)
             # The namespace's clock starts at the server's time; starting the
             # test clock there keeps the store's decay keys small and exact.
-            self.now = int(client.hget(keys["state"], "epoch"))  # type: ignore[arg-type]
+            self.now = int(unpack_state(client.hget(keys["state"], "packed"))["epoch"])  # type: ignore[arg-type]
             self.model = Model(policy, self.now)
             # Hypothesis may leave the rules that add memories out of a whole
             # example (swarm testing); start with some so the others have work.
@@ -429,8 +430,10 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             assert sorted(raw["cold"], key=raw["cold"].__getitem__) == [
                 m.id for m in model.cold_order()
             ]
-            assert int(state[b"seq"]) == model.seq
-            assert math.isclose(float(state[b"decay"]), model.decay_sum, abs_tol=1e-12)
+            assert set(state) == {b"packed"}
+            fields = unpack_state(state[b"packed"])
+            assert fields["seq"] == model.seq
+            assert math.isclose(fields["decay"], model.decay_sum, abs_tol=1e-12)
 
     return Eviction
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import struct
 
 import pytest
 import redis
 
 from memevict import BadPolicy, MemoryStore, Policy, PolicyMismatch
-from memevict.scripts import key_name
+from memevict.scripts import key_name, lua_root
+from memevict.state import STATE_FIELDS, STATE_FORMAT
+from tests.conftest import state_of
 
 T0 = 1_700_000_000_000
 S = 1000
@@ -210,3 +214,31 @@ def test_a_policy_without_the_packed_field_is_read_from_its_fields(client: redis
     assert not client.hexists(key_name("ns", "policy"), "packed")  # a write does not pack it
     MemoryStore(client, "ns")
     assert client.hexists(key_name("ns", "policy"), "packed")  # opening does
+
+
+def test_the_python_state_layout_is_the_luas() -> None:
+    source = (lua_root() / "lib" / "policy.lua").read_text()
+    names = re.search(r"local STATE = \{(.*)\}", source)
+    form = re.search(r"local PACKED_STATE = '(.*)'", source)
+    assert names is not None and form is not None
+    assert tuple(re.findall(r"'(\w+)'", names.group(1))) == STATE_FIELDS
+    assert struct.calcsize(form.group(1)) == struct.calcsize(STATE_FORMAT) == 64
+
+
+def test_a_state_kept_in_fields_is_read_and_packed(client: redis.Redis) -> None:
+    """memevict 0.1.0 kept each state value as a field: a write reads them
+    and writes the state packed, the fields removed."""
+    store = MemoryStore(client, "ns", Policy(max_hot=2, protect_s=0, clock="wall"))
+    store.remember("a", 1.0, now=T0)
+    state = state_of(client, "ns")
+    key = key_name("ns", "state")
+    client.delete(key)
+    fields = {k: repr(v) for k, v in state.items()}
+    client.hset(key, mapping=fields)
+    assert store.get("a", now=T0) is not None  # a read leaves the fields
+    assert client.hlen(key) == len(STATE_FIELDS)
+    store.remember("b", 2.0, now=T0 + S)
+    assert client.hkeys(key) == [b"packed"]
+    after = state_of(client, "ns")
+    assert after["seq"] == state["seq"] + 1 and after["epoch"] == state["epoch"]
+    assert store.remember("c", 3.0, now=T0 + 2 * S).evicted == ("a",)

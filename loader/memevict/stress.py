@@ -37,6 +37,7 @@ from memevict.errors import MemevictError, NotFound
 from memevict.policy import Policy
 from memevict.results import Batch, Evicted, Remembered
 from memevict.scripts import key_name, specs
+from memevict.state import unpack_state
 from memevict.store import MemoryStore, ScriptRegistry
 
 OPS = ("remember", "touch", "decay", "evict", "whitelist", "demote", "recall", "forget", "burst")
@@ -226,7 +227,7 @@ class MemevictTarget:
         pipe.zrange(key_name(ns, "links"), 0, -1)
         pipe.hgetall(key_name(ns, "meta"))
         pipe.hgetall(key_name(ns, "text"))
-        pipe.hget(key_name(ns, "state"), "latest")
+        pipe.hget(key_name(ns, "state"), "packed")
         keys = spec.key_names(ns)
         pipe.evalsha_ro(spec.sha, len(keys), *keys, str(stats_now))
         window = self.store.registry.specs["window"]
@@ -258,7 +259,7 @@ class MemevictTarget:
             },
             stats=tuple(int(x) for x in stats),
             # stats runs at the namespace's time if stats_now is behind it
-            stats_now=max(stats_now, int(latest or 0)),
+            stats_now=max(stats_now, int(unpack_state(latest)["latest"]) if latest else 0),
             ghot=_scores(ghot),
             groups=_scores(groups),
             links=[x.decode("utf-8", "surrogateescape") for x in links],

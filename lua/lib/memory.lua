@@ -160,7 +160,7 @@ end
 
 -- The next remember: one more memory remembered on the activity clock.
 local function next_jitter(p, st)
-  st.seq = rcall('HINCRBY', KEY.state, 'seq', 1)
+  st.seq, st.changed = st.seq + 1, true
   return jitter_at(st.seq, p)
 end
 
@@ -242,7 +242,6 @@ local function read_tiers(now, st)
       typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot),
     cold = typed_read('ZCARD', KEY.cold),
     tokens = st.tokens,
-    tokens_read = st.tokens,
     expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now, 'LIMIT', 0, WORK + 1),
     now = now,
     work = WORK,
@@ -252,12 +251,11 @@ local function read_tiers(now, st)
   }
 end
 
--- Writes the hot tier's token total if this call changed it.
-local function save_tokens(t)
-  if t.tokens ~= t.tokens_read then
-    rcall('HSET', KEY.state, 'tokens', t.tokens)
-    t.tokens_read = t.tokens
-  end
+-- Writes the state (save_state in lib/policy.lua) with the hot tier's
+-- token total as this call left it.
+local function save_tokens(t, st)
+  if t.tokens ~= st.tokens then st.tokens, st.changed = t.tokens, true end
+  save_state(st)
 end
 
 -- Moves the memories whose protection ran out (t.expired, up to WORK) from
@@ -324,22 +322,17 @@ local function rebase(t, p, st)
     for _, index in ipairs({KEY.hot, KEY.fresh, KEY.ghot, KEY.groups}) do
       shift_keys(index, by)
     end
-    st.decay = st.decay + by
-    rcall('HSET', KEY.state, 'decay', fmt(st.decay))
+    st.decay, st.changed = st.decay + by, true
   end
   by = math.floor(g - st.wbase)
   if math.abs(by) > REBASE then
     shift_keys(KEY.wl, by)
-    st.wbase = st.wbase + by
-    rcall('HSET', KEY.state, 'wbase', fmt(st.wbase))
+    st.wbase, st.changed = st.wbase + by, true
   end
 end
 
 local function start_writes(t, p, st)
-  if t.now > st.latest then
-    rcall('HSET', KEY.state, 'latest', t.now)
-    st.latest = t.now
-  end
+  if t.now > st.latest then st.latest, st.changed = t.now, true end
   expire_protection(t)
   rebase(t, p, st)
 end
@@ -519,11 +512,11 @@ end
 -- while a budget is exceeded and something is evictable; a group counts
 -- once), whitelisted above whitelist_cap, cold above cold_max). backlog 0:
 -- the policy holds as if it always had.
-local function pressure(p, now)
+local function pressure(p, st, now)
   local n = {hot = typed_read('ZCARD', KEY.hot), wl = typed_read('ZCARD', KEY.wl),
     cold = typed_read('ZCARD', KEY.cold), ghot = typed_read('ZCARD', KEY.ghot),
     units = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.groups),
-    tokens = tonumber(typed_read('HGET', KEY.state, 'tokens')) or 0}
+    tokens = st.tokens}
   n.size = n.hot + n.ghot + typed_read('ZCARD', KEY.fresh) + n.wl
   n.over = over_count(p, n.size)
   n.over_tokens = over_tokens(p, n.tokens)
@@ -683,7 +676,7 @@ local function enforce(p, st, t)
     end
   end
   trim_cold(p, t)
-  save_tokens(t)
+  save_tokens(t, st)
   return evicted, over_count(p, t.size), over_tokens(p, t.tokens)
 end
 

@@ -111,6 +111,42 @@ local function pack_policy(values)
   return cmsgpack.pack(policy_numbers(values))
 end
 
+-- The namespace's state (see configure.lua): its clock (epoch, decay, g0,
+-- x0, latest, wbase), the seq counter and the hot tier's tokens, packed as
+-- eight doubles in the field 'packed' of the state hash (64 bytes: the hash
+-- stays a compact listpack). A call reads it with one HGET, changes it in
+-- st as it goes (st.changed) and writes it with one HSET (save_state) at the
+-- end of its writes. memevict 0.1.0 kept each as a field of its own: such a
+-- state is read from its fields and written packed, the fields removed.
+local STATE = {'epoch', 'decay', 'seq', 'g0', 'x0', 'latest', 'wbase', 'tokens'}
+local PACKED_STATE = '<dddddddd'
+
+local function read_state()
+  local packed = typed_read('HGET', KEY.state, 'packed')
+  if packed then
+    local epoch, decay, seq, g0, x0, latest, wbase, tokens = struct.unpack(PACKED_STATE, packed)
+    return {epoch = epoch, decay = decay, seq = seq, g0 = g0, x0 = x0, latest = latest,
+      wbase = wbase, tokens = tokens, changed = false}
+  end
+  local v = rcall('HMGET', KEY.state, unpack(STATE))
+  if v[1] == false then return nil end
+  return {epoch = tonumber(v[1]), decay = tonumber(v[2]), seq = tonumber(v[3]),
+    g0 = tonumber(v[4]), x0 = tonumber(v[5]), latest = tonumber(v[6]) or 0,
+    wbase = tonumber(v[7]) or 0, tokens = tonumber(v[8]) or 0, changed = true, fields = true}
+end
+
+-- Writes st if this call changed it.
+local function save_state(st)
+  if not st.changed then return end
+  rcall('HSET', KEY.state, 'packed', struct.pack(PACKED_STATE, st.epoch, st.decay, st.seq,
+    st.g0, st.x0, st.latest, st.wbase, st.tokens))
+  if st.fields then
+    rcall('HDEL', KEY.state, unpack(STATE))
+    st.fields = nil
+  end
+  st.changed = false
+end
+
 local function load_policy()
   local packed = typed_read('HGET', KEY.policy, 'packed')
   local p
@@ -128,14 +164,10 @@ local function load_policy()
     end
     p = parse_policy(raw)
   end
-  local state = typed_read('HMGET', KEY.state, 'epoch', 'decay', 'seq', 'g0', 'x0', 'latest',
-    'wbase', 'tokens')
-  if state[1] == false then
+  local st = read_state()
+  if not st then
     fail('NO_POLICY', 'namespace lost its state key; configure (any MemoryStore) rebuilds it')
   end
-  local st = {epoch = tonumber(state[1]), decay = tonumber(state[2]), seq = tonumber(state[3]),
-    g0 = tonumber(state[4]), x0 = tonumber(state[5]), latest = tonumber(state[6]) or 0,
-    wbase = tonumber(state[7]) or 0, tokens = tonumber(state[8]) or 0}
   return p, st
 end
 
