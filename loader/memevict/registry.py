@@ -109,14 +109,20 @@ def check_mode(mode: str) -> Choice:
 @dataclass(frozen=True, slots=True)
 class Invocation:
     """One script call as server commands: ``command`` first; if the server
-    lacks the script, ``fallback`` (EVAL with the source) or, when that is
-    None, the library loaded and ``command`` sent again. ``route``: keyword
+    lacks the script, ``fallback()`` (EVAL with the source: ``command`` with
+    its first two words replaced by ``fallback_head``) or, when that is None,
+    the library loaded and ``command`` sent again. ``route``: keyword
     arguments for redis-py's execute_command (the target node on a cluster)."""
 
     command: tuple[ArgValue | int, ...]
-    fallback: tuple[ArgValue | int, ...] | None
+    fallback_head: tuple[str, str] | None
     route: dict[str, Any]
     mode: Mode
+
+    def fallback(self) -> tuple[ArgValue | int, ...] | None:
+        if self.fallback_head is None:
+            return None
+        return (*self.fallback_head, *self.command[2:])
 
     def lacks_script(self, error: ResponseError) -> bool:
         if self.mode == "scripts":
@@ -131,19 +137,13 @@ def invocation(
     keys: Sequence[str],
     args: Sequence[ArgValue],
 ) -> Invocation:
-    cluster = isinstance(client, RedisCluster | AsyncRedisCluster)
     if mode == "functions":
         verb = "FCALL_RO" if spec.read_only else "FCALL"
         command = (verb, function_name(spec.name), len(keys), *keys, *args)
         return Invocation(command, None, node_of(client, keys[0]), mode)
-    read_only = spec.read_only and not cluster
+    read_only = spec.read_only and not isinstance(client, RedisCluster | AsyncRedisCluster)
     evalsha, eval_ = ("EVALSHA_RO", "EVAL_RO") if read_only else ("EVALSHA", "EVAL")
-    return Invocation(
-        (evalsha, spec.sha, len(keys), *keys, *args),
-        (eval_, spec.source, len(keys), *keys, *args),
-        {},
-        mode,
-    )
+    return Invocation((evalsha, spec.sha, len(keys), *keys, *args), (eval_, spec.source), {}, mode)
 
 
 def node_of(client: SyncClient | AsyncClient, key: str) -> dict[str, Any]:
@@ -277,8 +277,9 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         except ResponseError as error:
             if not call.lacks_script(error):
                 raise
-        if call.fallback is not None:
-            return self._execute(*call.fallback, **call.route)
+        fallback = call.fallback()
+        if fallback is not None:
+            return self._execute(*fallback, **call.route)
         self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
             return self._attempt(spec, keys, args)
@@ -352,8 +353,9 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         except ResponseError as error:
             if not call.lacks_script(error):
                 raise
-        if call.fallback is not None:
-            return await self._execute(*call.fallback, **call.route)
+        fallback = call.fallback()
+        if fallback is not None:
+            return await self._execute(*fallback, **call.route)
         await self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
             return await self._attempt(spec, keys, args)

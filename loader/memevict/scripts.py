@@ -93,20 +93,21 @@ class ScriptSpec:
     def argv(self, values: Args) -> list[ArgValue]:
         """ARGV in header order from arguments given by name (a variadic
         script's last one as a flat sequence of its items' values)."""
-        if set(values) != set(self.args):
-            raise BadArgument(
-                f"{self.name} takes arguments {list(self.args)}, got {sorted(values)}"
-            )
         out: list[ArgValue] = []
-        for i, name in enumerate(self.args):
-            value = values[name]
-            if isinstance(value, str | bytes):
-                out.append(value)
-            elif self.group and i == len(self.args) - 1:
-                out.extend(value)
+        if len(values) == len(self.args):  # (then any name missing is one too many)
+            for name in self.args:
+                value = values.get(name)
+                if isinstance(value, (str, bytes)):
+                    out.append(value)
+                elif value is None:
+                    break
+                elif self.group and name == self.args[-1]:
+                    out.extend(value)
+                else:
+                    raise BadArgument(f"{self.name} argument {name} must be a str or bytes")
             else:
-                raise BadArgument(f"{self.name} argument {name} must be a str or bytes")
-        return out
+                return out
+        raise BadArgument(f"{self.name} takes arguments {list(self.args)}, got {sorted(values)}")
 
 
 def key_name(namespace: str, role: str) -> str:
