@@ -43,13 +43,15 @@ local MAX_SEEN = budget < math.huge and 500 or 1000
 
 -- A stream of candidates, highest first: each decaying index read CHUNK at
 -- a time with its metadata, and the whitelisted memories (ranked by their
--- boosted score, which their keys do not order). A candidate carries the
--- score top reports, its unfloored ln and its metadata (nil: lost).
+-- boosted score, which their keys do not order). A candidate is its
+-- metadata (from unpack_meta; {id = id, lost = true} if lost) with the
+-- score top reports and its unfloored ln added.
 local function candidate(id, raw, ln)
-  local m = raw and unpack_meta(id, raw)
+  local c = raw and unpack_meta(id, raw) or {id = id, lost = true}
   local score = math.exp(ln)
-  if m and not m.wl and score < p.score_min then score = p.score_min end
-  return {id = id, m = m, ln = ln, score = score}
+  if not c.wl and score < p.score_min then score = p.score_min end
+  c.ln, c.score = ln, score
+  return c
 end
 
 local function higher(a, b)
@@ -58,6 +60,8 @@ local function higher(a, b)
   return a.id < b.id
 end
 
+-- ln of a decaying index's memory is its key plus this (ln_decayed).
+local shift = st.decay - clock(now, p, st)
 local streams = {}
 for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
   streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
@@ -85,19 +89,26 @@ local function peek(s)
       for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
       local raws = rcall('HMGET', KEY.meta, unpack(ids))
       for i, id in ipairs(ids) do
-        local ln = ln_decayed(tonumber(entries[2 * i]), now, p, st)
-        s.items[i] = candidate(id, raws[i], ln)
+        s.items[i] = candidate(id, raws[i], tonumber(entries[2 * i]) + shift)
       end
     end
   end
   return s.items[s.at]
 end
 
+-- The highest candidate of every stream; a stream found empty is dropped.
 local function next_candidate()
   local best, from
-  for _, s in ipairs(streams) do
+  local i = 1
+  while i <= #streams do
+    local s = streams[i]
     local c = peek(s)
-    if c and (not best or higher(c, best)) then best, from = c, s end
+    if c then
+      if not best or higher(c, best) then best, from = c, s end
+      i = i + 1
+    else
+      table.remove(streams, i)
+    end
   end
   if from then from.at = from.at + 1 end
   return best
@@ -106,20 +117,20 @@ end
 local taken, chosen, decided = {}, {}, {}
 local left, seen, total = budget, 0, 0
 local function take(m, score)
-  taken[#taken + 1] = {m = m, score = score}
+  m.score = score
+  taken[#taken + 1] = m
   chosen[m.id] = true
   left = left - m.tokens
   total = total + m.tokens
 end
 
 while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
-  local c = next_candidate()
-  if not c then break end
+  local m = next_candidate()
+  if not m then break end
   seen = seen + 1
-  local m = c.m
-  if not m or chosen[m.id] then -- (lost metadata, or taken with its group)
+  if m.lost or chosen[m.id] then -- (lost metadata, or taken with its group)
   elseif m.group == '' then
-    if m.tokens <= left then take(m, c.score) end
+    if m.tokens <= left then take(m, m.score) end
   elseif not decided[m.group] then
     decided[m.group] = true
     -- A group costs at least this member: one over what is left cannot fit.
@@ -137,7 +148,7 @@ while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
       end
       if cost <= left and #taken + #members <= MAX_WINDOW then
         for _, x in ipairs(members) do
-          take(x, x.id == m.id and c.score or reported(x, ln_score(x, now, p, st), p))
+          take(x, x.id == m.id and m.score or reported(x, ln_score(x, now, p, st), p))
         end
       end
     end
@@ -146,15 +157,15 @@ end
 
 -- In the order first remembered (then by creation, then id).
 table.sort(taken, function(a, b)
-  if a.m.n ~= b.m.n then return a.m.n < b.m.n end
-  if a.m.created ~= b.m.created then return a.m.created < b.m.created end
-  return a.m.id < b.m.id
+  if a.n ~= b.n then return a.n < b.n end
+  if a.created ~= b.created then return a.created < b.created end
+  return a.id < b.id
 end)
 local ids = {}
-for i, x in ipairs(taken) do ids[i] = x.m.id end
+for i, m in ipairs(taken) do ids[i] = m.id end
 local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}
 local out = {}
-for i, x in ipairs(taken) do out[i] = memory_reply(x.m, x.score, texts[i]) end
+for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i]) end
 local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
   typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
 return {out, total, size - #out}

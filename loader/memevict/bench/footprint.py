@@ -17,7 +17,7 @@ import redis
 from memevict.bench.peers import fill_seed, fill_store
 from memevict.bench.server import BenchKeys
 from memevict.policy import Policy
-from memevict.store import MemoryStore
+from memevict.store import MemoryStore, ScriptRegistry
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ def measure_footprint(client: redis.Redis, keys: BenchKeys, count: int) -> Footp
     namespace, zset = keys.namespace("footprint"), keys.key("footprint")
     store = MemoryStore(client, namespace, Policy(max_hot=count, protect_s=0), replace_policy=True)
     ids = [f"m{i:07d}" for i in range(count)]
-    store.registry.load()  # the script cache is not part of the memories
+    # The script cache is not part of the memories: the fill sends EVALSHA.
+    ScriptRegistry(client, "scripts").load()
     before = _used_memory(client)
     fill_store(client, store, ids, batches=False)
     filled = _used_memory(client)
