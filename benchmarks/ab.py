@@ -1,8 +1,11 @@
 """A/B of the Lua scripts: a git revision's against the working tree's, in one run.
 
 Each side gets its own namespace, configured by its own configure script and
-filled by its own remember (pipelined) to ``--memories`` memories with
-protect_s=0, so every remember of a new id evicts exactly one memory. Then
+filled by its own remember to ``--memories`` memories with protect_s=0, so
+every remember of a new id evicts exactly one memory, then warmed by
+cold_max (10,000, the default) evicting calls more, so the cold tier is full
+and every call also drops one memory from it: the steady state of a store
+that has run for a while (and of ``memevict bench``). Then
 ``--rounds`` interleaved rounds (the order alternates) of ``--calls`` evicting
 remember() calls per side, each with a fresh call id (a receipt, as
 MemoryStore sends it), arguments built by the working tree's memevict.commands
@@ -81,7 +84,7 @@ class Side:
         self.load(client)
         policy = Policy(max_hot=memories, protect_s=0)
         self.call(client, "configure", commands.configure(policy, replace=True))  # type: ignore[arg-type]
-        for i in range(memories):
+        for i in range(memories + policy.cold_max):
             self.call(client, "remember", remember_call(f"w{i}", i, text))
 
 
