@@ -39,7 +39,7 @@ from memevict.policy import Policy
 from memevict.scripts import lua_root, parse
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ("configure", "remember")
+SCRIPTS = ("configure", "remember", "remember_many")
 
 
 def lua_at(rev: str | None) -> Path:
@@ -88,6 +88,14 @@ class Side:
             self.call(client, "remember", remember_call(f"w{i}", i, text))
 
 
+def batch_call(first: int, n: int, text: bool) -> commands.Call[object]:
+    items = [
+        commands.Item(f"x{k}", 1.0 + k % 10, text="x" * 40 if text else None)
+        for k in range(first, first + n)
+    ]
+    return commands.remember_many(items, now=None)  # type: ignore[return-value]
+
+
 def remember_call(memory_id: str, i: int, text: bool) -> commands.Call[object]:
     return commands.remember(  # type: ignore[return-value]
         memory_id, 1.0 + i % 10, text="x" * 40 if text else None, whitelist=False, now=None
@@ -103,6 +111,7 @@ def main() -> None:
     cli.add_argument("--calls", type=int, default=500)
     cli.add_argument("--memories", type=int, default=1000)
     cli.add_argument("--text", action="store_true", help="remember with 40 bytes of text")
+    cli.add_argument("--batch", type=int, default=0, help="remember_many of this many per call")
     opts = cli.parse_args()
     sides = {"A": Side(opts.base, "abA", opts.mode), "B": Side(None, "abB", opts.mode)}
     entry = "fcall" if opts.mode == "functions" else "evalsha"
@@ -128,13 +137,18 @@ def main() -> None:
                 client.config_resetstat()
                 for _ in range(opts.calls):
                     n += 1
-                    sides[name].call(client, "remember", remember_call(f"x{n}", n, opts.text))
+                    if opts.batch:
+                        call = batch_call(n * opts.batch, opts.batch, opts.text)
+                        sides[name].call(client, "remember_many", call)
+                    else:
+                        sides[name].call(client, "remember", remember_call(f"x{n}", n, opts.text))
                 us[name].append(client.info("commandstats")[f"cmdstat_{entry}"]["usec_per_call"])
         a, b = (statistics.median(us[s]) for s in sides)
         paired = statistics.median(y / x for x, y in zip(us["A"], us["B"], strict=True))
         print(
-            f"server {version}, {opts.mode}: evicting remember"
-            f"{' with text' if opts.text else ''}, {opts.memories:,} memories, median of "
+            f"server {version}, {opts.mode}: evicting "
+            + (f"remember_many({opts.batch})" if opts.batch else "remember")
+            + f"{' with text' if opts.text else ''}, {opts.memories:,} memories, median of "
             f"{opts.rounds} rounds x {opts.calls}: A ({opts.base}) {a:.1f} µs, "
             f"B (working tree) {b:.1f} µs; B / A paired {paired:.3f}"
         )

@@ -577,16 +577,28 @@ local function reprotect(m, index, key)
   rcall('ZADD', KEY.prot, m.till, m.id)
 end
 
--- Evicts the memory of hot entry e, already taken out of hot.
-local function evict_one(e, st, t, evicted)
-  t.work = t.work - 1
-  local m = read_meta(e.id)
-  if not m then return end -- its metadata was lost (README: Lost keys): the entry went
-  if m.till > t.now then
-    reprotect(m, nil, e.key)
-  else
-    to_cold({m}, {e.key}, st, t, evicted)
+-- Evicts the memories of hot entries [id, key, id, key, ...], already
+-- taken out of hot, lowest first, in one HMGET, HSET and ZADD.
+local function evict_popped(entries, st, t, evicted)
+  local ids = {}
+  for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
+  t.work = t.work - #ids
+  local raws -- (HGET for one: an HMGET's array costs more)
+  if #ids == 1 then raws = {rcall('HGET', KEY.meta, ids[1])} else
+    raws = rcall('HMGET', KEY.meta, unpack(ids))
   end
+  local ms, keys = {}, {}
+  for i, id in ipairs(ids) do
+    local key = tonumber(entries[2 * i])
+    local m = raws[i] and unpack_meta(id, raws[i])
+    if not m then -- its metadata was lost (README: Lost keys): the entry went
+    elseif m.till > t.now then
+      reprotect(m, nil, key)
+    else
+      ms[#ms + 1], keys[#keys + 1] = m, key
+    end
+  end
+  if #ms > 0 then to_cold(ms, keys, st, t, evicted) end
 end
 
 -- Evicts group e.id whole; false if it is larger than the work left.
@@ -665,12 +677,16 @@ local function enforce(p, st, t)
         b = head(KEY.groups)
       elseif b then
         rcall('ZREM', KEY.hot, a.id)
-        evict_one(a, st, t, evicted)
+        evict_popped({a.id, a.key}, st, t, evicted)
         a = head(KEY.hot)
       else
-        local e = rcall('ZPOPMIN', KEY.hot)
+        -- Under max_hot alone, as many as it takes at once (the batch's
+        -- extra ones once it holds); under a token budget one at a time.
+        local n = 1
+        if p.max_tokens == 0 then n = holding and extra or t.size - p.max_hot end
+        local e = rcall('ZPOPMIN', KEY.hot, math.max(1, math.min(n, t.work)))
         if #e == 0 then break end
-        evict_one({id = e[1], key = tonumber(e[2])}, st, t, evicted)
+        evict_popped(e, st, t, evicted)
       end
       if holding then extra = extra - (#evicted - before) end
     end
