@@ -79,6 +79,8 @@ def _utf8(value: str, what: str, error: type[InvalidArgument]) -> bytes:
     # arrive as str with surrogate escapes (see as_text) and go back as the same bytes.
     if not isinstance(value, str):
         raise error(f"{what} must be a str, got {type(value).__name__}")
+    if value.isascii():  # (no surrogate escapes: nothing more to check)
+        return value.encode()
     try:
         raw = value.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
@@ -279,22 +281,24 @@ def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None)
     values: list[str | bytes] = []
     ids = []
     for item in items:
-        if isinstance(item, tuple) and len(item) == 2:
-            item = Item(*item)
-        if not isinstance(item, Item):
+        if isinstance(item, Item):
+            memory_id, importance, text = item.id, item.importance, item.text
+            whitelist, tokens, group = item.whitelist, item.tokens, item.group
+        elif isinstance(item, tuple) and len(item) == 2:  # (Item's defaults)
+            (memory_id, importance), text, whitelist, tokens, group = item, None, False, 1, None
+        else:
             raise BadArgument(f"each item must be an Item or an (id, importance) pair: {item!r}")
-        if not isinstance(item.whitelist, bool):
-            raise BadArgument(f"whitelist must be a bool, got {item.whitelist!r}")
-        ids.append(item.id)
-        text = item.text
+        if not isinstance(whitelist, bool):
+            raise BadArgument(f"whitelist must be a bool, got {whitelist!r}")
+        ids.append(memory_id)
         values += [
-            _id(item.id),
-            _importance(item.importance),
+            _id(memory_id),
+            _importance(importance),
             b"" if text is None else _text(text),
             "0" if text is None else "1",
-            "1" if item.whitelist else "0",
-            _tokens(item.tokens),
-            _group(item.group),
+            "1" if whitelist else "0",
+            _tokens(tokens),
+            _group(group),
         ]
 
     def parse(reply: Sequence[Any]) -> Batch:
