@@ -83,8 +83,10 @@ class Side:
     def prepare(self, client: redis.Redis, memories: int, text: bool) -> None:
         self.load(client)
         policy = Policy(max_hot=memories, protect_s=0)
+        if GROUPED:  # the budget in tokens (the mean cost 255 each), max_hot out of reach
+            policy = Policy(max_hot=10 * memories, max_tokens=255 * memories, protect_s=0)
         self.call(client, "configure", commands.configure(policy, replace=True))  # type: ignore[arg-type]
-        for i in range(memories + policy.cold_max):
+        for i in range(memories + Policy().cold_max):
             self.call(client, "remember", remember_call(f"w{i}", i, text))
 
 
@@ -96,9 +98,22 @@ def batch_call(first: int, n: int, text: bool) -> commands.Call[object]:
     return commands.remember_many(items, now=None)  # type: ignore[return-value]
 
 
+GROUPED = False  # --grouped: T7's tokens arm (memevict/bench/budget.py)
+
+
 def remember_call(memory_id: str, i: int, text: bool) -> commands.Call[object]:
+    tokens, group = 1, None
+    if GROUPED:  # tokens 10..500; of every four memories, two alone and two a pair
+        tokens = 10 + (i * 7919) % 491
+        group = f"g{i // 4}" if i % 4 >= 2 else None
     return commands.remember(  # type: ignore[return-value]
-        memory_id, 1.0 + i % 10, text="x" * 40 if text else None, whitelist=False, now=None
+        memory_id,
+        1.0 + i % 10,
+        text="x" * 40 if text else None,
+        whitelist=False,
+        now=None,
+        tokens=tokens,
+        group=group,
     )
 
 
@@ -112,7 +127,10 @@ def main() -> None:
     cli.add_argument("--memories", type=int, default=1000)
     cli.add_argument("--text", action="store_true", help="remember with 40 bytes of text")
     cli.add_argument("--batch", type=int, default=0, help="remember_many of this many per call")
+    cli.add_argument("--grouped", action="store_true", help="tokens and pairs under max_tokens")
     opts = cli.parse_args()
+    global GROUPED
+    GROUPED = opts.grouped
     sides = {"A": Side(opts.base, "abA", opts.mode), "B": Side(None, "abB", opts.mode)}
     entry = "fcall" if opts.mode == "functions" else "evalsha"
     server = None
@@ -148,7 +166,9 @@ def main() -> None:
         print(
             f"server {version}, {opts.mode}: evicting "
             + (f"remember_many({opts.batch})" if opts.batch else "remember")
-            + f"{' with text' if opts.text else ''}, {opts.memories:,} memories, median of "
+            + (" with text" if opts.text else "")
+            + (" (tokens, pairs)" if opts.grouped else "")
+            + f", {opts.memories:,} memories, median of "
             f"{opts.rounds} rounds x {opts.calls}: A ({opts.base}) {a:.1f} µs, "
             f"B (working tree) {b:.1f} µs; B / A paired {paired:.3f}"
         )
