@@ -34,7 +34,7 @@ import tests.test_rules
 import tests.test_windows
 from memevict import AsyncMemoryStore, Item, MemoryStore, Policy
 from memevict.cli import main
-from memevict.registry import MODES, Mode
+from memevict.registry import Mode
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.cluster import KINDS, Cluster, shared
 from tests.conftest import StoreFactory, scenario_policy
@@ -63,9 +63,10 @@ def client(cluster: Cluster) -> Iterator[redis.cluster.RedisCluster]:
     c.close()
 
 
-@pytest.fixture(params=MODES)
+@pytest.fixture(params=("scripts", "functions"))
 def mode(request: pytest.FixtureRequest) -> Mode:
-    """Each test here runs in both modes: EVALSHA and FCALL."""
+    """Each test here runs in both modes: EVALSHA and FCALL (a default store,
+    mode="auto", runs EVALSHA on a cluster: test_a_default_store_on_a_cluster...)."""
     return cast(Mode, request.param)
 
 
@@ -613,3 +614,13 @@ def test_every_cli_command_works_against_a_cluster_url(
     cli("forget", "m0")
     out = cli("simulate", "--turns", "40", "--window", "10", "--json")
     assert json.loads(out)
+
+
+def test_a_default_store_on_a_cluster_runs_evalsha(cluster: Cluster) -> None:
+    """mode="auto" on a cluster client: EVALSHA, which redis-py routes by its
+    keys and retries through a failover (an FCALL to a named node it does
+    not); mode="functions" still runs FCALL there."""
+    client = cluster.client()
+    assert MemoryStore(client, "auto", POLICY).mode == "scripts"
+    assert MemoryStore(client, "auto", mode="functions").mode == "functions"
+    client.close()

@@ -141,9 +141,13 @@ def invocation(
         verb = "FCALL_RO" if spec.read_only else "FCALL"
         command = (verb, function_name(spec.name), len(keys), *keys, *args)
         return Invocation(command, None, node_of(client, keys[0]), mode)
-    read_only = spec.read_only and not isinstance(client, RedisCluster | AsyncRedisCluster)
+    read_only = spec.read_only and not is_cluster(client)
     evalsha, eval_ = ("EVALSHA_RO", "EVAL_RO") if read_only else ("EVALSHA", "EVAL")
     return Invocation((evalsha, spec.sha, len(keys), *keys, *args), (eval_, spec.source), {}, mode)
+
+
+def is_cluster(client: SyncClient | AsyncClient) -> bool:
+    return isinstance(client, RedisCluster | AsyncRedisCluster)
 
 
 def node_of(client: SyncClient | AsyncClient, key: str) -> dict[str, Any]:
@@ -174,8 +178,10 @@ def not_loaded(reason: str) -> NotLoaded:
 class RegistryBase(Generic[C]):
     """What both registries hold: the scripts, the mode and the client.
 
-    ``mode="auto"`` starts in functions mode and falls back to scripts, for
-    good, where functions cannot serve this store: the server has no FCALL
+    ``mode="auto"`` starts in functions mode (scripts on a cluster client:
+    redis-py retries a keyed EVALSHA through a failover, refreshing its slot
+    map, but not an FCALL sent to the node it names) and falls back to
+    scripts, for good, where functions cannot serve this store: the server has no FCALL
     (Redis < 7), the ACL refuses it, or the library is missing (or of another
     version) and this store may not load it (read-only, or an ACL without
     FUNCTION LOAD, such as memevict.acl's rules). ensure_library, which
@@ -194,6 +200,8 @@ class RegistryBase(Generic[C]):
         self.specs: dict[str, ScriptSpec] = dict(specs())
         self.auto = check_mode(mode) == "auto"
         self.mode: Mode = "functions" if mode == "auto" else mode
+        if self.auto and is_cluster(client):
+            self.mode = "scripts"
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
         self.migration_wait_s = check_wait(migration_wait_s)
         self._client: C = client
