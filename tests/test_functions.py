@@ -197,6 +197,11 @@ def test_a_read_only_store_does_not_load_the_library(client: redis.Redis) -> Non
     with pytest.raises(NotLoaded, match="memevict load --functions"):
         MemoryStore(client, "ns", read_only=True, mode="functions")
     assert loaded_version(client) is None
+    # The default mode reads by EVALSHA_RO instead, and still loads nothing.
+    reader = MemoryStore(client, "ns", read_only=True)
+    assert reader.mode == "scripts"
+    assert [m.id for m in reader.top(5, now=T0)] == ["a"]
+    assert loaded_version(client) is None
 
 
 def test_functions_persist_and_replicate(server: Server) -> None:
