@@ -12,6 +12,9 @@ functions  FCALL / FCALL_RO of the ``memevict`` library. A store checks the
            finds the library missing (FUNCTION FLUSH, a server without
            persistence restarted) loads it and is sent again.
 
+A store asks for "auto" by default: functions where they can serve it,
+scripts where they cannot and on a cluster client (RegistryBase).
+
 While a cluster slot migrates, a node serves a multi-key script only if it
 holds every one of its keys; a write's fresh receipt key never exists yet, so
 writes (and reads of a namespace with an empty role) get TRYAGAIN, which
@@ -181,10 +184,10 @@ class RegistryBase(Generic[C]):
     ``mode="auto"`` starts in functions mode (scripts on a cluster client:
     redis-py retries a keyed EVALSHA through a failover, refreshing its slot
     map, but not an FCALL sent to the node it names) and falls back to
-    scripts, for good, where functions cannot serve this store: the server has no FCALL
-    (Redis < 7), the ACL refuses it, or the library is missing (or of another
-    version) and this store may not load it (read-only, or an ACL without
-    FUNCTION LOAD, such as memevict.acl's rules). ensure_library, which
+    scripts, for good, where functions cannot serve this store: the server
+    has no FCALL (Redis < 7), the ACL refuses it, or the library is missing
+    (or of another version) and this store may not load it (read-only, or an
+    ACL without FUNCTION LOAD, such as memevict.acl's rules). ensure_library, which
     every store runs once when it opens, makes the choice; a library lost
     later (FUNCTION FLUSH) that this store may not load again makes it too.
     An explicit mode never falls back."""
