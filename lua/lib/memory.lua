@@ -664,21 +664,23 @@ local function enforce(p, st, t)
       t.slot = math.min(1023, math.floor((tonumber(last[2]) - t.now) * 1024 + 0.5) + 1)
     end
     local extra = p.evict_batch
-    -- While there is an evictable group, the lowest memory is read (a) to
-    -- compare with the lowest group (b); without one it is popped.
-    local b = head(KEY.groups)
-    local a = b and head(KEY.hot)
+    -- While there is an evictable group, the lowest memory (a) is read to
+    -- compare with the lowest group (b); without one memories are popped.
+    -- Each is read when the loop needs it (false: not read yet; nil: none).
+    local a, b = false, false
     while t.work > 0 do
       local holding = not over()
       if holding and extra <= 0 then break end
+      if b == false then b = head(KEY.groups) end
+      if b and a == false then a = head(KEY.hot) end
       local before = #evicted
       if b and (not a or b.key < a.key) then
         if not evict_group(b, st, t, evicted) then break end
-        b = head(KEY.groups)
+        b = false
       elseif b then
         rcall('ZREM', KEY.hot, a.id)
         evict_popped({a.id, a.key}, st, t, evicted)
-        a = head(KEY.hot)
+        a = false
       else
         -- Under max_hot alone, as many as it takes at once (the batch's
         -- extra ones once it holds); under a token budget one at a time.
