@@ -242,3 +242,14 @@ def test_a_state_kept_in_fields_is_read_and_packed(client: redis.Redis) -> None:
     after = state_of(client, "ns")
     assert after["seq"] == state["seq"] + 1 and after["epoch"] == state["epoch"]
     assert store.remember("c", 3.0, now=T0 + 2 * S).evicted == ("a",)
+
+
+def test_a_damaged_state_is_rebuilt(client: redis.Redis) -> None:
+    store = MemoryStore(client, "ns", Policy(max_hot=2, protect_s=0, clock="wall"))
+    store.remember("a", 1.0, now=T0)
+    store.remember("b", 2.0, now=T0)
+    client.hset(key_name("ns", "state"), "packed", b"not eight doubles")
+    # The call fails NO_POLICY before any write; the store configures again,
+    # which rebuilds the state from the memories (README: Lost keys).
+    assert store.remember("c", 3.0, now=T0 + S).evicted == ("a",)
+    assert len(client.hget(key_name("ns", "state"), "packed") or b"") == 64

@@ -121,8 +121,11 @@ end
 local STATE = {'epoch', 'decay', 'seq', 'g0', 'x0', 'latest', 'wbase', 'tokens'}
 local PACKED_STATE = '<dddddddd'
 
+-- A packed state of another length (damaged by hand) reads as none: the
+-- call fails NO_POLICY before any write and configure rebuilds it.
 local function read_state()
   local packed = typed_read('HGET', KEY.state, 'packed')
+  if packed and #packed ~= 64 then return nil end
   if packed then
     local epoch, decay, seq, g0, x0, latest, wbase, tokens = struct.unpack(PACKED_STATE, packed)
     return {epoch = epoch, decay = decay, seq = seq, g0 = g0, x0 = x0, latest = latest,
