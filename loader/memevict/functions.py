@@ -20,16 +20,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-if sys.version_info >= (3, 11):
-    from importlib.resources.abc import Traversable
-else:
-    from importlib.abc import Traversable
-
-from memevict.scripts import PREAMBLE_NAMES, ScriptSpec, helpers_text, specs
+from memevict.scripts import PREAMBLE_NAMES, ScriptSpec, Traversable, helpers_text, specs
 
 LIBRARY = "memevict"
 VERSION_FUNCTION = f"{LIBRARY}_version"

@@ -36,7 +36,7 @@ import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, TypeGuard, TypeVar, cast
 
 import redis
 import redis.asyncio
@@ -149,13 +149,15 @@ def invocation(
     return Invocation((evalsha, spec.sha, len(keys), *keys, *args), (eval_, spec.source), {}, mode)
 
 
-def is_cluster(client: SyncClient | AsyncClient) -> bool:
+def is_cluster(
+    client: SyncClient | AsyncClient,
+) -> TypeGuard[RedisCluster | AsyncRedisCluster]:
     return isinstance(client, RedisCluster | AsyncRedisCluster)
 
 
 def node_of(client: SyncClient | AsyncClient, key: str) -> dict[str, Any]:
     """execute_command's keyword naming the node that serves ``key`` (a cluster only)."""
-    if isinstance(client, RedisCluster | AsyncRedisCluster):
+    if is_cluster(client):
         return {"target_nodes": client.get_node_from_key(key)}
     return {}
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    from importlib.resources.abc import Traversable
+if sys.version_info >= (3, 11):  # (re-exported: memevict.functions reads helpers too)
+    from importlib.resources.abc import Traversable as Traversable
 else:
-    from importlib.abc import Traversable
+    from importlib.abc import Traversable as Traversable
 
 from redis.commands.core import AsyncScript, Script
 

@@ -251,13 +251,6 @@ local function read_tiers(now, st)
   }
 end
 
--- Writes the state (save_state in lib/policy.lua) with the hot tier's
--- token total as this call left it.
-local function save_tokens(t, st)
-  if t.tokens ~= st.tokens then st.tokens, st.changed = t.tokens, true end
-  save_state(st)
-end
-
 -- Moves the memories whose protection ran out (t.expired, up to WORK) from
 -- fresh to hot (ghot for a memory in a group). t.expiring: more ran out
 -- than this call handles.
@@ -694,7 +687,9 @@ local function enforce(p, st, t)
     end
   end
   trim_cold(p, t)
-  save_tokens(t, st)
+  -- The state, with the hot tier's tokens as this call left them, written once.
+  if t.tokens ~= st.tokens then st.tokens, st.changed = t.tokens, true end
+  save_state(st)
   return evicted, over_count(p, t.size), over_tokens(p, t.tokens)
 end
 
