@@ -15,11 +15,13 @@ as a store's) calls each side as a functions library of its own (FCALL),
 around each batch; medians over rounds, and B / A paired by round.
 
     python benchmarks/ab.py BASE_REV|LUA_DIR [--url URL] [--mode scripts] [--text]
-        [--batch 100] [--grouped] [--rounds 20] [--calls 500]
+        [--batch 100] [--grouped] [--spaced] [--rounds 20] [--calls 500]
 
 ``--batch N``: remember_many of N new memories per call. ``--grouped``: T7's
 tokens arm (memevict/bench/budget.py): tokens 10..500 under max_tokens, of
-every four memories two alone and two a pair. Without --url it runs on an
+every four memories two alone and two a pair. ``--spaced``: each call
+passes now, a second after the previous call's (an agent's pace, where no
+two calls share a millisecond), instead of the server's clock. Without --url it runs on an
 embedded Valkey. Given one it FLUSHES that server.
 """
 
@@ -45,6 +47,7 @@ from memevict.scripts import lua_root, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ("configure", "remember", "remember_many")
+SPACED_T0 = 1_800_000_000_000  # ms, 2027-01-15: --spaced calls start past the fill's
 
 
 def lua_at(rev: str | None) -> Path:
@@ -108,6 +111,7 @@ def alternate(
 class Workload:
     text: bool = False  # 40 bytes of text per memory
     grouped: bool = False  # T7's tokens arm
+    spaced: bool = False  # calls a second apart on the namespace's clock, not the server's
 
     def policy(self, memories: int) -> Policy:
         if self.grouped:  # the budget in tokens (the mean cost 255 each), max_hot out of reach
@@ -129,14 +133,19 @@ class Workload:
             item.importance,
             text=item.text,
             whitelist=False,
-            now=None,
+            now=self.now(i),
             tokens=item.tokens,
             group=item.group,
         )
 
     def remember_many(self, first: int, n: int) -> commands.Call[object]:
         items = [self.item(i) for i in range(first, first + n)]
-        return commands.remember_many(items, now=None)  # type: ignore[return-value]
+        return commands.remember_many(items, now=self.now(first))  # type: ignore[return-value]
+
+    def now(self, i: int) -> int | None:
+        """The now of the i-th call (i < 0 while filling): None (the server's
+        clock) unless spaced, then a second after the one before."""
+        return SPACED_T0 + i * 1000 if self.spaced else None
 
 
 class Side:
@@ -180,8 +189,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--text", action="store_true", help="remember with 40 bytes of text")
     cli.add_argument("--batch", type=int, default=0, help="remember_many of this many per call")
     cli.add_argument("--grouped", action="store_true", help="tokens and pairs under max_tokens")
+    cli.add_argument("--spaced", action="store_true", help="calls a second apart (now given)")
     opts = cli.parse_args(argv)
-    work = Workload(opts.text, opts.grouped)
+    work = Workload(opts.text, opts.grouped, opts.spaced)
     sides = {"A": Side(opts.base, "abA", opts.mode), "B": Side(None, "abB", opts.mode)}
     with connected(opts.url) as client:
         for side in sides.values():
@@ -202,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         a, b, paired = alternate(client, opts.rounds, entry, run)
         what = f"remember_many({opts.batch})" if opts.batch else "remember"
         what += (" with text" if opts.text else "") + (" (tokens, pairs)" if opts.grouped else "")
+        what += " a second apart" if opts.spaced else ""
         print(
             f"server {server_version(client)}, {opts.mode}: evicting {what}, "
             f"{opts.memories:,} memories, median of {opts.rounds} rounds x {opts.calls}: "

@@ -304,6 +304,33 @@ def test_cold_tier_drops_least_recently_evicted(make_store: StoreFactory) -> Non
     assert m2 is not None and m3 is not None and m2.tier == m3.tier == "cold"
 
 
+@pytest.mark.parametrize(("cold_max", "batch"), [(0, 1), (63, 1), (128, 3), (10_000, 32)])
+def test_the_cold_tier_drops_in_batches_and_past_cold_max_is_gone_at_once(
+    make_store: StoreFactory, client: redis.Redis, cold_max: int, batch: int
+) -> None:
+    """README rule 8: memories past cold_max are gone for every call at once
+    and deleted once 1 + cold_max // 64 of them (at most 32) wait."""
+    store = make_store(max_hot=1, protect_s=0, cold_max=cold_max)
+    cold, meta, text = (key_name("t", role) for role in ("cold", "meta", "text"))
+    first = max(0, cold_max - 40)
+    for k in range(0, first, 100):  # m0 .. m{first-2} go cold in that order (lowest first)
+        items = [(f"m{i}", 1 + i / 100) for i in range(k, min(k + 100, first))]
+        store.remember_many(items, now=T0)
+    for i in range(first, cold_max + 2 * batch + 4):
+        store.remember(f"m{i}", 1000.0, text="t", now=T0 + (i + 1) * S)  # evicts m{i-1}
+        evicted = i  # m0 .. m{i-1}
+        past = max(0, evicted - cold_max)  # the ones past cold_max
+        kept = past % batch  # past cold_max, not deleted yet
+        assert client.zcard(cold) == evicted - past + kept, i
+        assert client.hlen(meta) == 1 + evicted - past + kept
+        stats = store.stats(now=T0 + (i + 1) * S)
+        assert (stats.cold, stats.backlog) == (min(evicted, cold_max), 0)
+        if past:
+            oldest_left = f"m{past}"
+            assert store.get(f"m{past - 1}") is None and store.get(oldest_left) is not None
+    assert client.hlen(text) <= 1 + cold_max + batch - 1
+
+
 def test_recall_brings_a_cold_memory_back_fresh(make_store: StoreFactory) -> None:
     store = make_store(max_hot=2, protect_s=30)
     store.remember("a", 5.0, text="kept", now=T0)

@@ -431,14 +431,31 @@ local function delete_cold(ids, links)
   if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
 end
 
--- The cold tier keeps its cold_max most recently evicted memories (about
--- WORK dropped per call, each with the cold rest of its group, so fewer
--- than WORK + GROUP_MAX; until then reads treat the rest as gone: cold_gone).
+-- The cold tier keeps its cold_max most recently evicted memories. The
+-- ones beyond are dropped in batches: once there are at least 1 + cold_max
+-- / 64 of them (at most TRIM), so a call evicting into a full cold tier of
+-- 10,000 drops 32 memories every 32nd call, not one in every call (five
+-- commands). Until dropped they are gone for every call (cold_gone), and
+-- the tier holds at most TRIM - 1 keys (about 1.5%) more than cold_max.
+-- Returns how many trim_cold drops now (before its WORK bound).
+local TRIM = 32
+local function cold_due(p, n)
+  local excess = n - p.cold_max
+  if excess < math.min(TRIM, 1 + math.floor(p.cold_max / 64)) then return 0 end
+  return excess
+end
+
+-- Drops the cold memories due (about WORK per call, each with the cold rest
+-- of its group, so fewer than WORK + GROUP_MAX; until then reads treat them
+-- as gone: cold_gone).
 local function trim_cold(p, t)
-  local excess = math.min(t.cold - p.cold_max, WORK)
+  local excess = math.min(cold_due(p, t.cold), WORK)
   if excess <= 0 then return end
   local ids = rcall('ZRANGE', KEY.cold, 0, excess - 1)
-  local raws = rcall('HMGET', KEY.meta, unpack(ids))
+  -- Each one's group, from its metadata (the name after the fixed part);
+  -- not read while no memory is in a group.
+  local raws = {}
+  if rcall('ZCARD', KEY.links) > 0 then raws = rcall('HMGET', KEY.meta, unpack(ids)) end
   local drop, links, dropping = {}, {}, {}
   local function add(id, link)
     if dropping[id] then return end
@@ -448,16 +465,16 @@ local function trim_cold(p, t)
   end
   for i, id in ipairs(ids) do
     if #drop >= WORK then break end -- (whole groups: at most WORK + GROUP_MAX)
-    local m = raws[i] and unpack_meta(id, raws[i])
-    if m and m.group ~= '' and not dropping[id] then
-      local members = members_in(m.group, t)
-      t.members[m.group] = nil -- (its links go)
+    local group = raws[i] and string.sub(raws[i], META_BYTES + 1) or ''
+    if group ~= '' and not dropping[id] then
+      local members = members_in(group, t)
+      t.members[group] = nil -- (its links go)
       local cold = #members > 0 and rcall('ZMSCORE', KEY.cold, unpack(members)) or {}
       for j, x in ipairs(members) do
-        if cold[j] then add(x, m.group .. '\0' .. x) end
+        if cold[j] then add(x, group .. '\0' .. x) end
       end
     end
-    add(id, m and m.group ~= '' and link_of(m) or nil)
+    add(id, group ~= '' and group .. '\0' .. id or nil)
   end
   delete_cold(drop, links)
   t.cold = t.cold - #drop
@@ -503,7 +520,7 @@ end
 -- hot tier is above max_hot and max_tokens) and backlog (the work waiting
 -- for later calls: protection run out, evictions still due (at least one
 -- while a budget is exceeded and something is evictable; a group counts
--- once), whitelisted above whitelist_cap, cold above cold_max). backlog 0:
+-- once), whitelisted above whitelist_cap, cold due to be dropped: cold_due). backlog 0:
 -- the policy holds as if it always had.
 local function pressure(p, st, now)
   local n = {hot = typed_read('ZCARD', KEY.hot), wl = typed_read('ZCARD', KEY.wl),
@@ -518,7 +535,7 @@ local function pressure(p, st, now)
     due = math.max(math.min(n.over, n.units), n.over_tokens > 0 and 1 or 0)
   end
   n.backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + due +
-    math.max(0, n.wl - p.whitelist_cap) + math.max(0, n.cold - p.cold_max)
+    math.max(0, n.wl - p.whitelist_cap) + cold_due(p, n.cold)
   return n
 end
 
