@@ -158,7 +158,7 @@ def test_functions_behave_as_scripts(client: redis.Redis) -> None:
     policy = Policy(
         max_hot=5, whitelist_cap=2, protect_s=1, cold_max=4, half_life_s=60, max_tokens=12
     )
-    by_script = MemoryStore(client, "a", policy)
+    by_script = MemoryStore(client, "a", policy, mode="scripts")
     by_function = MemoryStore(client, "b", policy, mode="functions")
     # The same start: the recency clock's epoch is taken from the server's
     # clock when a namespace is made, so b starts from a copy of a's state.
@@ -171,6 +171,25 @@ def test_functions_behave_as_scripts(client: redis.Redis) -> None:
     assert client.exists(*namespace_keys("a")) >= 7  # meta, text, hot, cold, ... all in use
     for key_a, key_b in zip(namespace_keys("a"), namespace_keys("b"), strict=True):
         assert client.dump(key_a) == client.dump(key_b), key_a
+
+
+def test_each_namespace_runs_its_own_policy_as_it_is_now(client: redis.Redis) -> None:
+    """The library keeps the last policy it parsed between calls (lib/policy.lua):
+    namespaces of different policies called in turn, and a policy replaced by
+    another store, each take effect in the very next call."""
+    small = MemoryStore(client, "small", Policy(max_hot=2, protect_s=0), mode="functions")
+    large = MemoryStore(client, "large", Policy(max_hot=5, protect_s=0), mode="functions")
+    for i in range(8):
+        small.remember(f"s{i}", 1.0, now=T0 + i)
+        large.remember(f"l{i}", 1.0, now=T0 + i)
+    assert (small.stats().hot, large.stats().hot) == (2, 5)
+    other = MemoryStore(client, "large", mode="scripts")
+    other.set_policy(Policy(max_hot=3, protect_s=0), now=T0 + 8)  # evicts down to 3
+    assert len(large.remember("l8", 1.0, now=T0 + 9).evicted) == 1
+    assert large.stats().hot == 3
+    other.set_policy(Policy(max_hot=6, protect_s=0), now=T0 + 10)
+    assert large.remember("l9", 1.0, now=T0 + 11).evicted == ()
+    assert large.stats().hot == 4
 
 
 def test_a_missing_or_stale_library_is_loaded(client: redis.Redis) -> None:

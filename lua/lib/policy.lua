@@ -150,16 +150,27 @@ local function save_state(st)
   st.changed = false
 end
 
+-- The last packed policy parsed, and its policy: in the functions library
+-- these locals outlive a call (its helpers are defined once, when it loads),
+-- so a namespace whose policy did not change skips cmsgpack.unpack and
+-- policy_of (A/B in benchmarks/RESULTS.md); in a script they start empty
+-- every call. The policy depends on the packed bytes alone, and no script
+-- changes a policy table after policy_of: it is shared, read-only.
+local last_packed, last_policy
+
 local function load_policy()
   local packed = typed_read('HGET', KEY.policy, 'packed')
   local p
-  if packed then
+  if packed and packed == last_packed then
+    p = last_policy
+  elseif packed then
     local ok, numbers = pcall(cmsgpack.unpack, packed)
     if not ok or type(numbers) ~= 'table' or #numbers ~= #POLICY then
       fail('NO_POLICY', "the namespace's packed policy is damaged; configure (any " ..
         'MemoryStore opening the namespace) packs it again from the fields')
     end
     p = policy_of(numbers)
+    last_packed, last_policy = packed, p
   else -- a policy stored before the packed field (memevict 0.1.0), or none
     local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
     if raw[1] == false then
