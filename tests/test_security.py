@@ -346,16 +346,29 @@ def test_the_derived_user_runs_every_method(
     assert {obj for _, _, obj in acl_log(client)} <= {"client|setinfo"}
 
 
-RULE_TESTS = sorted(
-    name
-    for name, test in inspect.getmembers(tests.test_rules, inspect.isfunction)
-    if name.startswith("test_")
-)
+def rule_cases() -> list[Any]:
+    """Every test of tests/test_rules.py, one case per parameter set of the
+    parametrized ones (each has at most one parametrize mark)."""
+    cases = []
+    for name, test in inspect.getmembers(tests.test_rules, inspect.isfunction):
+        if not name.startswith("test_"):
+            continue
+        marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+        if not marks:
+            cases.append(pytest.param(name, {}, id=name))
+            continue
+        (mark,) = marks
+        argnames, sets = mark.args[0], mark.args[1]
+        names = [argnames] if isinstance(argnames, str) else list(argnames)
+        for values in sets:
+            kwargs = dict(zip(names, values if len(names) > 1 else [values], strict=True))
+            cases.append(pytest.param(name, kwargs, id=f"{name}{list(kwargs.values())}"))
+    return sorted(cases, key=lambda case: str(case.id))
 
 
-@pytest.mark.parametrize("name", RULE_TESTS)
+@pytest.mark.parametrize(("name", "params"), rule_cases())
 def test_the_rule_scenarios_run_as_the_derived_user(
-    client: redis.Redis, make_user: UserFactory, name: str
+    client: redis.Redis, make_user: UserFactory, name: str, params: dict[str, Any]
 ) -> None:
     # tests/test_rules.py, with its stores made on the restricted client
     # (its namespace is "t"); `client` stays the admin it inspects with.
@@ -365,7 +378,7 @@ def test_the_rule_scenarios_run_as_the_derived_user(
         return MemoryStore(restricted, namespace, scenario_policy(**policy))
 
     test = getattr(tests.test_rules, name)
-    available = {"make_store": make_store, "client": client}
+    available = {"make_store": make_store, "client": client, **params}
     test(**{p: available[p] for p in inspect.signature(test).parameters})
 
 
