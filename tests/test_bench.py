@@ -288,6 +288,24 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 LUA = str(lua_root())
 
 
+def run_benchmark(server: Server, args: list[str]) -> str:
+    """Runs a script of benchmarks/ against a server of its own (args: the
+    script, then its arguments, where "URL" stands for that server's)."""
+    own = Server(server.binary).start()
+    try:
+        done = subprocess.run(
+            [sys.executable, *(own.url if a == "URL" else a for a in args)],
+            cwd=BENCHMARKS,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        own.stop()
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -298,18 +316,15 @@ LUA = str(lua_root())
     ],
 )
 def test_the_ab_scripts_run(server: Server, args: list[str]) -> None:
-    own = Server(server.binary).start()
-    try:
-        url = ["--url", own.url] if args[0] == "ab.py" else [own.url]
-        done = subprocess.run(
-            [sys.executable, *args, *url],
-            cwd=BENCHMARKS,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        own.stop()
-    assert done.returncode == 0, done.stderr
-    paired = re.search(r"B / A paired (\d+\.\d+)$", done.stdout.strip())
-    assert paired is not None and float(paired.group(1)) > 0, done.stdout
+    url = ["--url", "URL"] if args[0] == "ab.py" else ["URL"]
+    out = run_benchmark(server, [*args, *url])
+    paired = re.search(r"B / A paired (\d+\.\d+)$", out.strip())
+    assert paired is not None and float(paired.group(1)) > 0, out
+
+
+def test_the_client_path_script_runs(server: Server) -> None:
+    # benchmarks/client_path.py (RESULTS.md quotes it)
+    out = run_benchmark(server, ["client_path.py", "URL", "--rounds", "2", "--calls", "5"])
+    times = re.search(r"noop (\d+\.\d), fixed raw (\d+\.\d), MemoryStore (\d+\.\d)", out)
+    assert times is not None and all(float(t) > 0 for t in times.groups()), out
+    assert re.search(r"paired by round: \d+\.\d\d$", out.strip()), out
