@@ -49,13 +49,15 @@ def _ports(count: int) -> list[int]:
 
 @dataclass
 class Cluster:
-    """``size`` master nodes of ``binary``; ``stop()`` kills them all."""
+    """``size`` master nodes of ``binary``; ``stop()`` kills them all.
+    ``add_replicas()`` gives each master a replica (``replicas[i]`` of node i)."""
 
     binary: str
     size: int = 3
     node_timeout_ms: int = 5000
     nodes: list[Server] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    replicas: list[Server] = field(default_factory=list)
 
     def start(self, timeout: float = 20.0) -> Cluster:
         try:
@@ -222,10 +224,46 @@ class Cluster:
             raise failure
         return moved
 
+    def add_replicas(self, timeout: float = 20.0) -> Cluster:
+        """One replica per master, joined and in sync (master_link_status up:
+        a replica that never synced may not take over)."""
+        for i, port in enumerate(_ports(self.size)):
+            replica = self._start_node(port)
+            self.replicas.append(replica)
+            self.command(0, "CLUSTER MEET", "127.0.0.1", replica.port)
+            deadline = time.monotonic() + timeout
+            while True:  # until the replica has heard of its master
+                try:
+                    replica.client().execute_command("CLUSTER REPLICATE", self.ids[i])
+                    break
+                except redis.ResponseError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+        deadline = time.monotonic() + timeout
+        while any(
+            r.client().info("replication").get("master_link_status") != "up" for r in self.replicas
+        ):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replicas did not sync")
+            time.sleep(0.05)
+        return self
+
+    def fail_over(self, i: int, timeout: float = 20.0) -> None:
+        """Kills master ``i`` (kill -9) and waits until its replica serves its slots."""
+        self.nodes[i].crash()
+        replica = self.replicas[i].client(decode_responses=True)
+        deadline = time.monotonic() + timeout
+        while replica.info("replication")["role"] != "master":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replica did not take over")
+            time.sleep(0.05)
+
     def stop(self) -> None:
-        for server in self.nodes:
+        for server in [*self.nodes, *self.replicas]:
             server.stop()
         self.nodes.clear()
+        self.replicas.clear()
 
 
 def binary(kind: str) -> str:

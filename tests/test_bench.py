@@ -328,3 +328,26 @@ def test_the_client_path_script_runs(server: Server) -> None:
     times = re.search(r"noop (\d+\.\d), fixed raw (\d+\.\d), MemoryStore (\d+\.\d)", out)
     assert times is not None and all(float(t) > 0 for t in times.groups()), out
     assert re.search(r"paired by round: \d+\.\d\d$", out.strip()), out
+
+
+def test_the_cluster_modes_script_runs(server: Server) -> None:
+    # benchmarks/cluster_modes.py (RESULTS.md quotes it): a cluster of its own.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "cluster_modes.py",
+            "--binary",
+            server.binary,
+            "--rounds",
+            "2",
+            "--calls",
+            "3",
+        ],
+        cwd=BENCHMARKS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    paired = re.findall(r"FCALL / EVALSHA paired (\d+\.\d+)", done.stdout)
+    assert len(paired) == 2 and all(float(p) > 0 for p in paired), done.stdout

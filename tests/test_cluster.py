@@ -32,11 +32,11 @@ from redis.exceptions import AskError, MovedError
 
 import tests.test_rules
 import tests.test_windows
-from memevict import AsyncMemoryStore, Item, MemoryStore, Policy
+from memevict import AsyncMemoryStore, Item, Memory, MemoryStore, Policy, Stats
 from memevict.cli import main
 from memevict.registry import Mode
 from memevict.scripts import key_name, namespace_keys, specs
-from tests.cluster import KINDS, Cluster, shared
+from tests.cluster import KINDS, Cluster, binary, shared
 from tests.conftest import StoreFactory, scenario_policy
 from tests.test_async import AwaitedStore
 from tests.test_rules import *  # noqa: F403 (the scenario suite, collected again here)
@@ -65,8 +65,8 @@ def client(cluster: Cluster) -> Iterator[redis.cluster.RedisCluster]:
 
 @pytest.fixture(params=("scripts", "functions"))
 def mode(request: pytest.FixtureRequest) -> Mode:
-    """Each test here runs in both modes: EVALSHA and FCALL (a default store,
-    mode="auto", runs EVALSHA on a cluster: test_a_default_store_on_a_cluster...)."""
+    """Each test here runs in both modes: EVALSHA and FCALL (what a default
+    store, mode="auto", runs on a cluster)."""
     return cast(Mode, request.param)
 
 
@@ -616,11 +616,76 @@ def test_every_cli_command_works_against_a_cluster_url(
     assert json.loads(out)
 
 
-def test_a_default_store_on_a_cluster_runs_evalsha(cluster: Cluster) -> None:
-    """mode="auto" on a cluster client: EVALSHA, which redis-py routes by its
-    keys and retries through a failover (an FCALL to a named node it does
-    not); mode="functions" still runs FCALL there."""
+def test_a_default_store_on_a_cluster_runs_functions(cluster: Cluster) -> None:
+    """mode="auto" on a cluster client: FCALL, as on a single server."""
     client = cluster.client()
-    assert MemoryStore(client, "auto", POLICY).mode == "scripts"
-    assert MemoryStore(client, "auto", mode="functions").mode == "functions"
+    assert MemoryStore(client, "auto", POLICY).mode == "functions"
     client.close()
+
+
+# A failover: the master of the namespace's slot is killed (kill -9) right
+# before a call. redis-py resends a keyed EVALSHA to the new owner; an FCALL
+# names its node, so the registry resends it itself (memevict.registry).
+FAILOVER_POLICY = Policy(max_hot=3, protect_s=0)
+
+
+def _failover_cluster(kind: str) -> tuple[Cluster, int]:
+    """A 3-master cluster with a replica each (node timeout 1 s, so a
+    replica takes over in about 2 s) and the master of namespace "fo"."""
+    c = Cluster(binary(kind), node_timeout_ms=1000).start()
+    try:
+        c.add_replicas()
+        return c, c.owner(c.keyslot(key_name("fo", "meta")))
+    except BaseException:
+        c.stop()
+        raise
+
+
+def _check_after_failover(stats: Stats, after: Memory | None) -> None:
+    # m0..m4 at max_hot 3 (m0, m1 cold), then "after" evicted m2: each write
+    # applied once, nothing written before the WAIT lost.
+    assert (stats.hot, stats.cold) == (3, 3)
+    assert after is not None and after.tier == "hot"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("asked", ["auto", "scripts"])
+def test_a_call_waits_out_a_failover(kind: str, asked: str) -> None:
+    c, owner = _failover_cluster(kind)
+    try:
+        client = c.client()
+        store = MemoryStore(client, "fo", FAILOVER_POLICY, mode=asked, migration_wait_s=30)
+        assert store.mode == ("functions" if asked == "auto" else "scripts")
+        for i in range(5):
+            store.remember(f"m{i}", 1.0 + i, now=T0 + i * S)
+        c.command(owner, "WAIT", 1, 5000)  # on the replica too
+        c.nodes[owner].crash()
+        store.remember("after", 9.0, now=T0 + 10 * S)
+        _check_after_failover(store.stats(now=T0 + 10 * S), store.get("after", now=T0 + 10 * S))
+        client.close()
+    finally:
+        c.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_async_call_waits_out_a_failover(kind: str) -> None:
+    c, owner = _failover_cluster(kind)
+
+    async def run() -> tuple[Stats, Memory | None]:
+        aclient = c.async_client()
+        store = AsyncMemoryStore(aclient, "fo", FAILOVER_POLICY, migration_wait_s=30)
+        for i in range(5):
+            await store.remember(f"m{i}", 1.0 + i, now=T0 + i * S)
+        assert store.mode == "functions"
+        c.command(owner, "WAIT", 1, 5000)
+        c.nodes[owner].crash()
+        await store.remember("after", 9.0, now=T0 + 10 * S)
+        stats = await store.stats(now=T0 + 10 * S)
+        after = await store.get("after", now=T0 + 10 * S)
+        await aclient.aclose()
+        return stats, after
+
+    try:
+        _check_after_failover(*asyncio.run(run()))
+    finally:
+        c.stop()

@@ -27,7 +27,12 @@ the server (COMMAND GETKEYS, one more round trip) for the keys of EVALSHA_RO
 and FCALL. So there read-only scripts go as EVALSHA (they carry the
 no-writes flag themselves) and an FCALL names the node that owns the
 namespace's slot; redis-py still follows MOVED and ASK from there, but does
-not retry a call with a named node after a connection error.
+not retry a call with a named node after a connection error. The registry
+does, as redis-py does for EVALSHA: after a lost connection, a timeout or
+CLUSTERDOWN (a failover under way) it refreshes the slot map and sends the
+call again to the slot's owner, pausing as above, for up to
+``migration_wait_s``. A resent write is applied once: its receipt answers a
+repeat.
 """
 
 from __future__ import annotations
@@ -43,11 +48,19 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import (
+    ClusterDownError,
     ClusterError,
     NoPermissionError,
     NoScriptError,
     ResponseError,
+    SlotNotCoveredError,
     TryAgainError,
+)
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
+)
+from redis.exceptions import (
+    TimeoutError as RedisTimeoutError,
 )
 
 from memevict.errors import (
@@ -85,6 +98,11 @@ def refused_while_migrating(error: Exception) -> bool:
     if isinstance(error, TryAgainError):
         return True
     return isinstance(error, ClusterError) and str(error).startswith("TTL exhausted")
+
+
+# What redis-py retries a keyed cluster command on (RedisCluster.ERRORS_ALLOW_RETRY):
+# the node is gone or the cluster is failing over.
+NODE_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
 
 
 def pauses(wait_s: float) -> Iterator[float]:
@@ -183,9 +201,7 @@ def not_loaded(reason: str) -> NotLoaded:
 class RegistryBase(Generic[C]):
     """What both registries hold: the scripts, the mode and the client.
 
-    ``mode="auto"`` starts in functions mode (scripts on a cluster client:
-    redis-py retries a keyed EVALSHA through a failover, refreshing its slot
-    map, but not an FCALL sent to the node it names) and falls back to
+    ``mode="auto"`` starts in functions mode and falls back to
     scripts, for good, where functions cannot serve this store: the server
     has no FCALL (Redis < 7), the ACL refuses it, or the library is missing
     (or of another version) and this store may not load it (read-only, or an
@@ -205,13 +221,27 @@ class RegistryBase(Generic[C]):
         self.specs: dict[str, ScriptSpec] = dict(specs())
         self.auto = check_mode(mode) == "auto"
         self.mode: Mode = "functions" if mode == "auto" else mode
-        if self.auto and is_cluster(client):
-            self.mode = "scripts"
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
         self.migration_wait_s = check_wait(migration_wait_s)
         self._client: C = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
         self._execute: Any = cast(Any, client).execute_command
+
+    def _resends(self, error: Exception) -> bool:
+        """Whether a call that failed with ``error`` is sent again: refused
+        while its slot migrates, or, routed by hand (an FCALL on a cluster),
+        its node lost or failing over (NODE_LOST)."""
+        if refused_while_migrating(error):
+            return True
+        return (
+            self.mode == "functions" and is_cluster(self._client) and isinstance(error, NODE_LOST)
+        )
+
+    def _gave_up(self, error: Exception) -> Exception:
+        """What a call raises once ``migration_wait_s`` is spent."""
+        if refused_while_migrating(error):
+            return still_migrating(self.migration_wait_s)
+        return error
 
     def _fall_back(self, error: Exception) -> None:
         """Functions cannot serve this store: scripts from now on if it chose
@@ -275,13 +305,23 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         while True:
             try:
                 return self._attempt(spec, keys, args)
-            except (ClusterError, TryAgainError) as error:
-                if not refused_while_migrating(error):
+            except (*NODE_LOST, ClusterError, TryAgainError) as error:
+                if not self._resends(error):
                     raise
                 pause = next(waits, None)
                 if pause is None:
-                    raise still_migrating(self.migration_wait_s) from None
+                    raise self._gave_up(error) from None
                 time.sleep(pause)
+                if isinstance(error, NODE_LOST):
+                    self._refresh_slots()
+
+    def _refresh_slots(self) -> None:
+        """The cluster's slot map read again (a failover may have moved the
+        slot); a node that does not answer yet leaves the old map."""
+        try:
+            cast(RedisCluster, self._client).nodes_manager.initialize()
+        except (*NODE_LOST, ClusterError):
+            pass
 
     def _attempt(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
@@ -349,13 +389,22 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         while True:
             try:
                 return await self._attempt(spec, keys, args)
-            except (ClusterError, TryAgainError) as error:
-                if not refused_while_migrating(error):
+            except (*NODE_LOST, ClusterError, TryAgainError) as error:
+                if not self._resends(error):
                     raise
                 pause = next(waits, None)
                 if pause is None:
-                    raise still_migrating(self.migration_wait_s) from None
+                    raise self._gave_up(error) from None
                 await asyncio.sleep(pause)
+                if isinstance(error, NODE_LOST):
+                    await self._refresh_slots()
+
+    async def _refresh_slots(self) -> None:
+        """As ScriptRegistry._refresh_slots."""
+        try:
+            await cast(AsyncRedisCluster, self._client).nodes_manager.initialize()
+        except (*NODE_LOST, ClusterError):
+            pass
 
     async def _attempt(
         self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]

@@ -177,7 +177,9 @@ class MemoryStore(StoreBase):
 
     On a cluster, a call refused because the namespace's slot is being
     migrated (TRYAGAIN) is sent again for up to ``migration_wait_s`` seconds
-    before :class:`SlotMigrating`; the nodes refuse it before it runs.
+    before :class:`SlotMigrating`; the nodes refuse it before it runs. An
+    FCALL whose node is lost (a failover) is sent again to the slot's new
+    owner for as long (then the connection error).
     """
 
     registry: ScriptRegistry
