@@ -44,11 +44,18 @@ def test_the_seed_peer_loses_what_memevict_keeps(server: Server) -> None:
     config = StressConfig(
         url=server.url, workers=16, threads=3, ops=OPS, target="tests.seed:SeedTarget"
     )
-    report = run(config)
-    print("\n".join(report.lines()))
-    # The checks can fail: the same checker finds the seed's races.
+    # The checks can fail: the same checker finds the seed's faults. Evicting
+    # what was just remembered is in its logic (no protection window) and shows
+    # every run; a hot tier over capacity shows only when a snapshot lands
+    # between a worker's ZADD and its eviction, a race a run of this size
+    # missed once in many: up to three runs to catch it.
+    for _ in range(3):
+        report = run(config)
+        print("\n".join(report.lines()))
+        assert report.violations["evicted right after being remembered"] > 0
+        if report.violations["over capacity"] > 0:
+            break
     assert report.violations["over capacity"] > 0
-    assert report.violations["evicted right after being remembered"] > 0
 
 
 @pytest.mark.stress
