@@ -351,3 +351,17 @@ def test_the_cluster_modes_script_runs(server: Server) -> None:
     assert done.returncode == 0, done.stderr
     paired = re.findall(r"FCALL / EVALSHA paired (\d+\.\d+)", done.stdout)
     assert len(paired) == 2 and all(float(p) > 0 for p in paired), done.stdout
+
+
+def test_the_window_parts_script_runs(server: Server) -> None:
+    # benchmarks/window_parts.py (RESULTS.md quotes it)
+    out = run_benchmark(server, ["window_parts.py", "URL", "--rounds", "1"])
+    parts = dict(re.findall(r"^  (\w[\w ]*\w) +(-?\d+)$", out, re.MULTILINE))
+    assert set(parts) == {
+        "whole call",
+        "sending the reply",
+        "building the reply",
+        "reading the texts",
+        "choosing the memories",
+    }, out
+    assert int(parts["whole call"]) > 0 and int(parts["choosing the memories"]) > 0, out
