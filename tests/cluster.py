@@ -249,16 +249,6 @@ class Cluster:
             time.sleep(0.05)
         return self
 
-    def fail_over(self, i: int, timeout: float = 20.0) -> None:
-        """Kills master ``i`` (kill -9) and waits until its replica serves its slots."""
-        self.nodes[i].crash()
-        replica = self.replicas[i].client(decode_responses=True)
-        deadline = time.monotonic() + timeout
-        while replica.info("replication")["role"] != "master":
-            if time.monotonic() > deadline:
-                raise RuntimeError("the replica did not take over")
-            time.sleep(0.05)
-
     def stop(self) -> None:
         for server in [*self.nodes, *self.replicas]:
             server.stop()

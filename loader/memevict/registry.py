@@ -56,12 +56,6 @@ from redis.exceptions import (
     SlotNotCoveredError,
     TryAgainError,
 )
-from redis.exceptions import (
-    ConnectionError as RedisConnectionError,
-)
-from redis.exceptions import (
-    TimeoutError as RedisTimeoutError,
-)
 
 from memevict.errors import (
     MemevictError,
@@ -102,7 +96,7 @@ def refused_while_migrating(error: Exception) -> bool:
 
 # What redis-py retries a keyed cluster command on (RedisCluster.ERRORS_ALLOW_RETRY):
 # the node is gone or the cluster is failing over.
-NODE_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
+NODE_LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, SlotNotCoveredError)
 
 
 def pauses(wait_s: float) -> Iterator[float]:
