@@ -330,6 +330,17 @@ def test_the_client_path_script_runs(server: Server) -> None:
     assert re.search(r"paired by round: \d+\.\d\d$", out.strip()), out
 
 
+def test_the_client_ab_script_runs(server: Server) -> None:
+    # benchmarks/client_ab.py (RESULTS.md quotes it): HEAD's memevict against the tree's
+    out = run_benchmark(server, ["client_ab.py", "HEAD", "URL", "--rounds", "2", "--calls", "5"])
+    rows = re.findall(
+        r"^  (noop|fixed|real) +A +(\d+\.\d) +B +(\d+\.\d) +B / A (\d\.\d+)$", out, re.M
+    )
+    assert [row[0] for row in rows] == ["noop", "fixed", "real"], out
+    assert all(float(x) > 0 for row in rows for x in row[1:]), out
+    assert len(re.findall(r"\(P2\), paired by round: \d\.\d{3}$", out, re.M)) == 2, out
+
+
 def test_the_cluster_modes_script_runs(server: Server) -> None:
     # benchmarks/cluster_modes.py (RESULTS.md quotes it): a cluster of its own.
     done = subprocess.run(

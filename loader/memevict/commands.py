@@ -103,10 +103,10 @@ def _text(value: str) -> bytes:
     return _utf8(value, "text", BadArgument)
 
 
-def _tokens(tokens: int) -> str:
+def _tokens(tokens: int) -> bytes:
     if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_TOKENS:
         raise BadTokens(f"tokens must be a whole number in [1, {MAX_TOKENS}], got {tokens!r}")
-    return str(tokens)
+    return b"%d" % tokens
 
 
 def _group(group: str | None) -> bytes:
@@ -135,27 +135,27 @@ def finite_number(value: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _importance(importance: float) -> str:
+def _importance(importance: float) -> bytes:
     x = finite_number(importance)
     if x is None or not 0 < x <= MAX_IMPORTANCE:
         raise BadImportance(f"importance must be a number in (0, 1e12], got {importance!r}")
-    return repr(x)
+    return repr(x).encode()
 
 
 def _below(x: object, bound: int) -> bool:
     return isinstance(x, int) and x < bound
 
 
-def _now(now: int | None) -> str:
+def _now(now: int | None) -> bytes:
     if now is None:
-        return ""
+        return b""
     if isinstance(now, bool) or not isinstance(now, int) or not MIN_NOW_MS <= now <= MAX_NOW_MS:
         raise BadNow(
             f"now must be whole milliseconds since the Unix epoch in [{MIN_NOW_MS} (2000-01-01), "
             f"{MAX_NOW_MS}], got {now!r}"
             + (" (a time in seconds is 1000 times too small)" if _below(now, MIN_NOW_MS) else "")
         )
-    return str(now)
+    return b"%d" % now
 
 
 def as_text(value: str | bytes) -> str:
@@ -228,7 +228,7 @@ def update_policy(
         status, *stored = (as_text(x) for x in reply)
         return status, Policy.from_strings(dict(zip(values, stored, strict=True)))
 
-    args = {
+    args: dict[str, str | bytes] = {
         "mode": "update",
         **{name: values[name] if name in changes else "" for name in values},
         "now": _now(now),
@@ -252,8 +252,8 @@ def remember(
         "id": _id(memory_id),
         "importance": _importance(importance),
         "text": b"" if text is None else _text(text),
-        "has_text": "0" if text is None else "1",
-        "whitelist": "1" if whitelist else "0",
+        "has_text": b"0" if text is None else b"1",
+        "whitelist": b"1" if whitelist else b"0",
         "tokens": _tokens(tokens),
         "group": _group(group),
         "now": _now(now),
@@ -295,8 +295,8 @@ def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None)
             _id(memory_id),
             _importance(importance),
             b"" if text is None else _text(text),
-            "0" if text is None else "1",
-            "1" if whitelist else "0",
+            b"0" if text is None else b"1",
+            b"1" if whitelist else b"0",
             _tokens(tokens),
             _group(group),
         ]
@@ -402,7 +402,12 @@ def scan(tier: str, cursor: int, count: int, *, now: int | None) -> Call[ScanPag
         next_cursor, memories = reply
         return ScanPage(int(next_cursor), tuple(_memory(m) for m in memories))
 
-    args = {"tier": tier, "cursor": str(cursor), "count": str(count), "now": _now(now)}
+    args: dict[str, str | bytes] = {
+        "tier": tier,
+        "cursor": str(cursor),
+        "count": str(count),
+        "now": _now(now),
+    }
     return Call("scan", args, parse)
 
 

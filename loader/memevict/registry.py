@@ -149,16 +149,17 @@ def invocation(
     client: SyncClient | AsyncClient,
     mode: Mode,
     spec: ScriptSpec,
-    keys: Sequence[str],
+    keys: Sequence[ArgValue],
     args: Sequence[ArgValue],
 ) -> Invocation:
     if mode == "functions":
         verb = "FCALL_RO" if spec.read_only else "FCALL"
-        command = (verb, function_name(spec.name), len(keys), *keys, *args)
+        command = (verb, function_name(spec.name), b"%d" % len(keys), *keys, *args)
         return Invocation(command, None, node_of(client, keys[0]), mode)
     read_only = spec.read_only and not is_cluster(client)
     evalsha, eval_ = ("EVALSHA_RO", "EVAL_RO") if read_only else ("EVALSHA", "EVAL")
-    return Invocation((evalsha, spec.sha, len(keys), *keys, *args), (eval_, spec.source), {}, mode)
+    head = (evalsha, spec.sha, b"%d" % len(keys))
+    return Invocation((*head, *keys, *args), (eval_, spec.source), {}, mode)
 
 
 def is_cluster(
@@ -167,10 +168,11 @@ def is_cluster(
     return isinstance(client, RedisCluster | AsyncRedisCluster)
 
 
-def node_of(client: SyncClient | AsyncClient, key: str) -> dict[str, Any]:
+def node_of(client: SyncClient | AsyncClient, key: ArgValue) -> dict[str, Any]:
     """execute_command's keyword naming the node that serves ``key`` (a cluster only)."""
-    if is_cluster(client):
-        return {"target_nodes": client.get_node_from_key(key)}
+    if is_cluster(client):  # (a store's keys are UTF-8 bytes)
+        name = key.decode() if isinstance(key, bytes) else key
+        return {"target_nodes": client.get_node_from_key(name)}
     return {}
 
 
@@ -294,7 +296,7 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
-    def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+    def run(self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]) -> Any:
         waits = pauses(self.migration_wait_s)
         while True:
             try:
@@ -317,7 +319,7 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         except (*NODE_LOST, ClusterError):
             pass
 
-    def _attempt(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+    def _attempt(self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
         try:
             return self._execute(*call.command, **call.route)
@@ -377,7 +379,9 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
-    async def run(self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]) -> Any:
+    async def run(
+        self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]
+    ) -> Any:
         await self._routable()
         waits = pauses(self.migration_wait_s)
         while True:
@@ -401,7 +405,7 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
             pass
 
     async def _attempt(
-        self, spec: ScriptSpec, keys: Sequence[str], args: Sequence[ArgValue]
+        self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]
     ) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
         try:

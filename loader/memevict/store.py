@@ -61,7 +61,11 @@ class StoreBase:
         self.mode_asked: Choice = check_mode(mode)
         self.read_only = read_only
         self._specs = specs()
-        self._keys = {name: spec.key_names(namespace) for name, spec in self._specs.items()}
+        # Encoded once: redis-py sends bytes as they are (a str costs it an encode per call).
+        self._keys = {
+            name: [key.encode() for key in spec.key_names(namespace)]
+            for name, spec in self._specs.items()
+        }
         self._receipt_at = {
             name: spec.keys.index(RECEIPT)
             for name, spec in self._specs.items()
@@ -80,13 +84,13 @@ class StoreBase:
         (EVALSHA); with mode="auto", what the server and the ACL allowed."""
         return self.registry.mode
 
-    def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[str], list[ArgValue]]:
+    def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[bytes], list[ArgValue]]:
         """The script, KEYS and ARGV of a call."""
         spec = self._specs[call.script]
         keys = self._keys[call.script]
         if call.call:  # the receipt key is <prefix>call:<call id>
             keys = list(keys)
-            keys[self._receipt_at[call.script]] += call.call
+            keys[self._receipt_at[call.script]] += call.call.encode()
         return spec, keys, spec.argv(call.args)
 
     def _configure_call(
