@@ -60,6 +60,7 @@ if #found > 0 then
       end
     end
   end
+  local imps = {}
   for i, m in ipairs(found) do
     local ln
     if keys[i] and not m.wl then
@@ -67,7 +68,7 @@ if #found > 0 then
     else
       ln = ln_score(m, now, p, st)
     end
-    out[i] = memory_reply(m, reported(m, ln, p), texts[i])
+    out[i] = memory_reply(m, reported(m, ln, p), texts[i], imps)
   end
 end
 return {page[1], out}

@@ -55,10 +55,10 @@ table.sort(ranked, function(a, b)
   return a.id < b.id
 end)
 
-local out = {}
+local out, imps = {}, {}
 for _, r in ipairs(ranked) do
   if #out == k then break end
   local m = r.m or read_meta(r.id)
-  if m then out[#out + 1] = memory_reply(m, r.score, rcall('HGET', KEY.text, r.id)) end
+  if m then out[#out + 1] = memory_reply(m, r.score, rcall('HGET', KEY.text, r.id), imps) end
 end
 return out

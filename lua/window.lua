@@ -165,7 +165,8 @@ local ids = {}
 for i, m in ipairs(taken) do ids[i] = m.id end
 local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}
 local out = {}
-for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i]) end
+local imps = {}
+for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end
 local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
   typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
 return {out, total, size - #out}

@@ -776,7 +776,14 @@ local function join(m, g, t)
   m.group = g -- (place writes its link)
 end
 
-local function memory_reply(m, score, text)
-  return {m.id, fmt(m.imp), fmt(score), m.cold and 'cold' or 'hot', m.wl and 1 or 0,
+-- imps: for a reply of many memories, a table the call keeps of importance
+-- -> its text, since most memories share a few importances (fmt is costly).
+local function memory_reply(m, score, text, imps)
+  local imp = imps and imps[m.imp]
+  if not imp then
+    imp = fmt(m.imp)
+    if imps then imps[m.imp] = imp end
+  end
+  return {m.id, imp, fmt(score), m.cold and 'cold' or 'hot', m.wl and 1 or 0,
     m.till, m.created, m.la, text or false, m.tokens, m.group}
 end
