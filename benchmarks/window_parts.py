@@ -25,7 +25,7 @@ from memevict.bench.window import fill_window_store
 from memevict.scripts import lua_root, parse, specs
 
 TEXTS = "local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}"
-BUILD = "for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i]) end"
+BUILD = "for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end"
 SEND = "return {out, total, size - #out}"
 
 

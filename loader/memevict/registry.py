@@ -129,12 +129,12 @@ class Invocation:
     the library loaded and ``command`` sent again. ``route``: keyword
     arguments for redis-py's execute_command (the target node on a cluster)."""
 
-    command: tuple[ArgValue | int, ...]
+    command: tuple[ArgValue, ...]
     fallback_head: tuple[str, str] | None
     route: dict[str, Any]
     mode: Mode
 
-    def fallback(self) -> tuple[ArgValue | int, ...] | None:
+    def fallback(self) -> tuple[ArgValue, ...] | None:
         if self.fallback_head is None:
             return None
         return (*self.fallback_head, *self.command[2:])
@@ -178,7 +178,7 @@ def node_of(client: SyncClient | AsyncClient, key: ArgValue) -> dict[str, Any]:
 
 def version_invocation(client: SyncClient | AsyncClient, key: str) -> Invocation:
     """FCALL_RO of the library's version function, routed by ``key``."""
-    command = ("FCALL_RO", VERSION_FUNCTION, 1, key)
+    command = ("FCALL_RO", VERSION_FUNCTION, b"1", key)
     return Invocation(command, None, node_of(client, key), "functions")
 
 
