@@ -57,13 +57,18 @@ def lua_at(rev: str | None) -> Path:
         return Path(str(lua_root()))
     if Path(rev).is_dir():
         return Path(rev)
+    return checkout(rev, "lua") / "lua"
+
+
+def checkout(rev: str, *paths: str) -> Path:
+    """A temporary directory holding ``paths`` of git revision ``rev``."""
     blob = subprocess.run(
-        ["git", "archive", rev, "lua"], cwd=ROOT, check=True, capture_output=True
+        ["git", "archive", rev, *paths], cwd=ROOT, check=True, capture_output=True
     ).stdout
     tmp = Path(tempfile.mkdtemp(prefix="ab-"))
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(tmp, filter="data")
-    return tmp / "lua"
+    return tmp
 
 
 @contextlib.contextmanager

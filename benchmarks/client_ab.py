@@ -23,31 +23,17 @@ Without URL it runs on an embedded Valkey. Given one it FLUSHES that server.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPACITY = 10_000
 SIDES = ("A", "B")
-
-
-def loader_at(rev: str) -> Path:
-    """A directory holding git revision ``rev``'s memevict package and its lua/."""
-    blob = subprocess.run(
-        ["git", "archive", rev, "loader", "lua"], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    tmp = Path(tempfile.mkdtemp(prefix="client-ab-"))
-    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-        tar.extractall(tmp, filter="data")
-    return tmp / "loader"
 
 
 def one_side(url: str, side: str, calls: int, round_no: int) -> None:
@@ -91,11 +77,11 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from ab import connected, server_version  # benchmarks/ab.py
+    from ab import checkout, connected, server_version  # benchmarks/ab.py
 
     from memevict import MemoryStore, Policy
 
-    loaders = {"A": loader_at(opts.base), "B": ROOT / "loader"}
+    loaders = {"A": checkout(opts.base, "loader", "lua") / "loader", "B": ROOT / "loader"}
     with connected(opts.url) as client:
         url = opts.url or "redis://{host}:{port}".format(**client.get_connection_kwargs())
         for side in SIDES:

