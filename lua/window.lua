@@ -5,10 +5,14 @@
 -- fit in it, a group whole or not at all. Units are taken from the highest
 -- score down (as top ranks them; a group at the rank of its highest
 -- member); one that does not fit in what is left is skipped and smaller
--- ones below it may still fit. Without a budget: every hot memory. At most
--- 400 memories are returned, and 500 candidates examined with a budget (1,000
--- without): a bound on the call's work; past it, the highest-ranked ones.
--- Read-only.
+-- ones below it may still fit. Without a budget: every hot memory.
+-- The call's work is bounded: with a budget, by what it returns (at most
+-- budget memories, as each costs at least a token) and by 500 candidates
+-- examined that were not taken (too big for what is left, or their group
+-- is); no count of memories cuts a window below its budget while a hot
+-- memory that fits remains before that. Without a budget, at most 400
+-- memories are returned and 1,000 candidates examined: past that, the
+-- highest-ranked. Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
@@ -38,8 +42,11 @@ local now = arg_now(ARG.now)
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local MAX_WINDOW, CHUNK = 400, 100
-local MAX_SEEN = budget < math.huge and 500 or 1000
+local CHUNK = 100
+-- Without a budget: at most MAX_WINDOW memories of MAX_SEEN candidates. With
+-- one: at most MAX_MISSES candidates not taken.
+local MAX_WINDOW, MAX_SEEN, MAX_MISSES = 400, 1000, 500
+local counted = budget == math.huge
 
 -- A stream of candidates, highest first: each decaying index read CHUNK at
 -- a time with its metadata, and the whitelisted memories (ranked by their
@@ -67,7 +74,7 @@ for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
   streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
 end
 local wl = {index = false, items = {}, at = 1, done = true}
-local wl_ids = rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1)
+local wl_ids = rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
 if #wl_ids > 0 then
   for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(wl_ids))) do
     if raw then
@@ -115,7 +122,7 @@ local function next_candidate()
 end
 
 local taken, chosen, decided = {}, {}, {}
-local left, seen, total = budget, 0, 0
+local left, seen, misses, total = budget, 0, 0, 0
 local function take(m, score)
   m.score = score
   taken[#taken + 1] = m
@@ -124,15 +131,19 @@ local function take(m, score)
   total = total + m.tokens
 end
 
-while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
+while left > 0 and misses < MAX_MISSES do
+  if counted and (#taken >= MAX_WINDOW or seen >= MAX_SEEN) then break end
   local m = next_candidate()
   if not m then break end
   seen = seen + 1
-  if m.lost or chosen[m.id] then -- (lost metadata, or taken with its group)
+  if chosen[m.id] then -- (taken with its group)
+  elseif m.lost then misses = misses + 1
   elseif m.group == '' then
-    if m.tokens <= left then take(m, m.score) end
-  elseif not decided[m.group] then
+    if m.tokens <= left then take(m, m.score) else misses = misses + 1 end
+  elseif decided[m.group] then misses = misses + 1 -- (its group did not fit)
+  else
     decided[m.group] = true
+    misses = misses + 1 -- (undone below if the group is taken)
     -- A group costs at least this member: one over what is left cannot fit.
     if m.tokens <= left then
       local ids = members_of(m.group)
@@ -146,7 +157,8 @@ while left > 0 and #taken < MAX_WINDOW and seen < MAX_SEEN do
           end
         end
       end
-      if cost <= left and #taken + #members <= MAX_WINDOW then
+      if cost <= left and not (counted and #taken + #members > MAX_WINDOW) then
+        misses = misses - 1
         for _, x in ipairs(members) do
           take(x, x.id == m.id and m.score or reported(x, ln_score(x, now, p, st), p))
         end

@@ -194,6 +194,30 @@ def test_the_window_is_in_time_order_and_takes_the_best_that_fit(
     assert [m.id for m in whole] == ["sys", "big", "low", "mid"] and whole.tokens == 65
 
 
+def test_a_budgeted_window_fills_its_budget_past_400_memories(
+    make_store: StoreFactory,
+) -> None:
+    """No count of memories cuts a window with a budget: 600 memories of 2 tokens fit in
+    1,300 tokens, so all of them are sent; at 1,000 tokens, the best 500 (one of each pair
+    of groups too, whole). Without a budget the window still stops at 400."""
+    store = make_store(max_hot=10_000, protect_s=0)
+    items = [Item(f"m{i:03}", 1.0 + i % 7, tokens=2) for i in range(500)]
+    items += [Item(f"g{i:03}", 2.0, tokens=2, group=f"grp{i // 2}") for i in range(100)]
+    for start in range(0, len(items), 100):
+        store.remember_many(items[start : start + 100], now=T0)
+    everything = store.window(tokens=1300, now=T0)
+    assert len(everything) == 600 and everything.tokens == 1200 and everything.left == 0
+    half = store.window(tokens=1000, now=T0)
+    assert half.tokens == 1000 and len(half) == 500 and half.left == 100
+    # by importance: 1 + i % 7, the highest first; the lowest ones left out
+    lowest = min(m.importance for m in half)
+    assert all(m.importance >= lowest for m in half)
+    assert {m.importance for m in half if m.id.startswith("m")} >= {7.0, 6.0, 5.0}
+    grouped = [m for m in half if m.group]
+    assert len({m.group for m in grouped}) * 2 == len(grouped)  # whole groups only
+    assert len(store.window(now=T0)) == 400
+
+
 def test_the_window_order_survives_eviction_and_recall(make_store: StoreFactory) -> None:
     store = make_store(max_hot=2, protect_s=10)
     store.remember("first", 1.0, now=T0)

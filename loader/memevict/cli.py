@@ -273,7 +273,7 @@ def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
 @click.pass_context
 def window(ctx: click.Context, tokens: int | None, now: int | None, as_json: bool) -> None:
     """The hot memories for a prompt, in the order first remembered, with their
-    text (at most 400), then their total tokens and how many were left out."""
+    text (without --tokens, at most 400), then their total tokens and how many were left out."""
     with _store(ctx, read=True) as store:
         w = store.window(tokens, now=now)
     _emit(w, as_json, lambda: "\n".join([*map(_memory_line, w), _window_line(w, tokens)]))

@@ -362,7 +362,7 @@ class MemoryStore(StoreBase):
     def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
         """The hot memories for a prompt, in the order first remembered, with
         text; with ``tokens``, the highest-ranked that fit in that many tokens,
-        whole groups only (at most 400 memories)."""
+        whole groups only (without ``tokens``, at most 400 memories)."""
         return self._run(commands.window(tokens, now=now))
 
     def scan(
