@@ -26,14 +26,14 @@ from memevict.scripts import lua_root, parse, specs
 
 TEXTS = "local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}"
 BUILD = "for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end"
-SEND = "return {out, total, size - #out}"
+SEND = "return {out, total, size - #out, st.epoch}"
 
 
 def variants(source: str) -> dict[str, str]:
     for line in (TEXTS, BUILD, SEND):
         if line not in source:
             raise SystemExit(f"window.lua no longer has the line {line!r}: update this script")
-    unsent = source.replace(SEND, "return {{}, total, size - #out}")
+    unsent = source.replace(SEND, "return {{}, total, size - #out, st.epoch}")
     unbuilt = unsent.replace(BUILD, "")
     return {
         "all": source,

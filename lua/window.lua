@@ -27,9 +27,12 @@
 -- ARGV[1] budget: whole number of tokens in [1, 2^53 - 1], or '' for no budget
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
 --
--- Returns: [[memory, ...], tokens, left] with each memory as get returns
---   it, in the order first remembered; tokens (integer) their total and
---   left (integer) the hot memories not in the window.
+-- Returns: [[memory, ...], tokens, left, epoch] with each memory as get
+--   returns it, in the order first remembered; tokens (integer) their total,
+--   left (integer) the hot memories not in the window, and epoch (integer)
+--   the ms at which the namespace's state began: it changes only when the
+--   namespace is created again (its keys were lost: FLUSHDB, idle_ttl_s, a
+--   restart without persistence), so a client can tell a lost namespace.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -181,4 +184,4 @@ local imps = {}
 for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end
 local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
   typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
-return {out, total, size - #out}
+return {out, total, size - #out, st.epoch}

@@ -207,7 +207,7 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
             return out
 
         try:
-            await memevict.clear()
+            await memevict.clear_session()
             script = Script()
             made = await _converse(_agent(script, recording, instructions="You are a clerk."))
             stats = await memevict.store.stats()
@@ -241,7 +241,7 @@ def test_the_sync_processor_keeps_the_system_prompt_first(server: Server) -> Non
     url = f"redis://127.0.0.1:{server.port}"
     memevict = SyncMemevictHistory(session_id="pa-sync", url=url, max_tokens=BUDGET)
     try:
-        memevict.clear()
+        memevict.clear_session()
         script, recorder = Script(), Recorder(memevict)
         agent = _agent(script, recorder, system_prompt="You are a clerk.")
         history: History = []
@@ -267,7 +267,7 @@ def test_a_new_processor_reads_older_messages_back_from_the_store(server: Server
     async def run() -> None:
         first = MemevictHistory(session_id="pa-new", url=url, max_tokens=BUDGET)
         try:
-            await first.clear()
+            await first.clear_session()
             agent = _agent(Script(), first)
             result = await agent.run(INSTRUCTION)
             await agent.run("Please lookup 3 for me.", message_history=result.all_messages())
@@ -301,7 +301,7 @@ def test_a_cluster_url_sync_and_async(request: pytest.FixtureRequest, kind: str)
     url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
     sync = SyncMemevictHistory(session_id="pa-cluster-sync", url=url, max_tokens=BUDGET)
     try:
-        sync.clear()
+        sync.clear_session()
         recorder = Recorder(sync)
         agent = _agent(Script(), recorder, instructions="You are a clerk.")
         history: History = []
@@ -321,7 +321,7 @@ def test_a_cluster_url_sync_and_async(request: pytest.FixtureRequest, kind: str)
             return outputs[-1]
 
         try:
-            await processor.clear()
+            await processor.clear_session()
             await _converse(_agent(Script(), recording, instructions="You are a clerk."), 30)
             return outputs
         finally:

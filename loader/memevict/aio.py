@@ -187,8 +187,7 @@ class AsyncMemoryStore(StoreBase):
         self, policy: Policy | None = None, *, now: int | None = None, **changes: Any
     ) -> Policy:
         """As MemoryStore.set_policy."""
-        await self._ready()
-        _, stored = await self._send(self._set_policy_call(policy, changes, now))
+        _, stored = await self._run(self._set_policy_call(policy, changes, now))
         self._policy = stored
         return stored
 

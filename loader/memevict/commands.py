@@ -384,8 +384,8 @@ def window(tokens: int | None, *, now: int | None) -> Call[Window]:
         budget = str(tokens)
 
     def parse(reply: Sequence[Any]) -> Window:
-        memories, total, left = reply
-        return Window(tuple(_memory(m) for m in memories), int(total), int(left))
+        memories, total, left, epoch = reply
+        return Window(tuple(_memory(m) for m in memories), int(total), int(left), int(epoch))
 
     return Call("window", {"budget": budget, "now": _now(now)}, parse)
 

@@ -102,11 +102,14 @@ class Stats:
 class Window:
     """What ``window`` returns: the memories for a prompt, in the order they
     were first remembered; ``tokens`` their total, ``left`` the hot memories
-    not in the window. Iterating it iterates ``memories``."""
+    not in the window; ``epoch`` the ms at which the namespace began, which changes
+    only when it is created again after its keys were lost (FLUSHDB, idle_ttl_s, a
+    restart without persistence). Iterating it iterates ``memories``."""
 
     memories: tuple[Memory, ...]
     tokens: int
     left: int
+    epoch: int = 0
 
     def __iter__(self) -> Iterator[Memory]:
         return iter(self.memories)

@@ -280,8 +280,9 @@ class MemoryStore(StoreBase):
         """Replaces the namespace's stored policy for every worker (``policy``), or
         changes some of its fields in one atomic call (``set_policy(max_hot=7)``),
         from ``now`` on: a new half_life_s changes how fast recency falls from then.
-        Returns the policy now in force (also ``self.policy``)."""
-        _, self.policy = self._send(self._set_policy_call(policy, changes, now))
+        Returns the policy now in force (also ``self.policy``). A namespace whose keys
+        were lost is configured again first, as by any other write."""
+        _, self.policy = self._run(self._set_policy_call(policy, changes, now))
         return self.policy
 
     def reload_policy(self) -> Policy:

@@ -14,23 +14,35 @@ Sync and async share everything but the store calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Sequence
+import hashlib
+import logging
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from memevict.aio import AsyncMemoryStore
-from memevict.commands import MAX_BATCH, Item
-from memevict.errors import BadArgument
+from memevict.commands import MAX_BATCH, Item, check_namespace
+from memevict.errors import BadArgument, BadNamespace
 from memevict.importance import Labeler, Message, aimportance_of, importance_of, rules
 from memevict.policy import Policy
+from memevict.registry import AsyncClient, SyncClient
 from memevict.results import Window
 from memevict.store import MemoryStore
 
 TokenCounter = Callable[[str], int]
 
+log = logging.getLogger("memevict.integrations")
+
+MAX_TOKENS = 8000  # the adapters' default budget
 # The hot tier is bounded by tokens; this only keeps a count bound out of the way.
 MAX_HOT = 100_000
+# Recency's half-life, in memories remembered in the conversation (see RESULTS.md:
+# coverage on real conversations rises with it; the current turn is always sent).
+HALF_LIFE_MEMORIES = 200.0
 PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIES)
+# An item over the whole budget is remembered at this importance, alone, so that it goes
+# straight to the cold tier (recallable) without evicting anything else.
+OVER_BUDGET_IMPORTANCE = 1e-6
 _KNOWN = 10_000  # ids an adapter remembers having stored, per conversation
 
 
@@ -39,6 +51,19 @@ def approx_tokens(text: str) -> int:
     OpenAI's and Anthropic's tokenizers; at least 1. Pass your tokenizer's count for
     exact budgets (``lambda text: len(encoding.encode(text))`` with tiktoken)."""
     return max(1, (len(text) + 3) // 4)
+
+
+def namespace_for(framework: str, session_id: str) -> str:
+    """The namespace of a session: ``<framework>:<session_id>``, or
+    ``<framework>:sha256:<hex of the id>`` when that is not a namespace memevict takes
+    (spaces, braces, ``*?[]\\``, unprintable characters, over 128 bytes)."""
+    if not isinstance(session_id, str):
+        raise BadArgument(f"session_id must be a string, got {session_id!r}")
+    try:
+        return check_namespace(f"{framework}:{session_id}")
+    except BadNamespace:
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{framework}:sha256:{digest}"
 
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
@@ -51,56 +76,65 @@ def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy
         "max_tokens": max_tokens,
         "protect_s": 0.0,
         "clock": "activity",
-        "half_life_memories": 200.0,
+        "half_life_memories": HALF_LIFE_MEMORIES,
     }
     fields.update(changes)
     return Policy(**fields)  # type: ignore[arg-type]
 
 
-def _url(what: str, url: str | None, store: object) -> str:
-    """``url``, checked to be given exactly when ``store`` is not."""
-    if (url is None) == (store is None) or url is None:
-        raise BadArgument(f"give {what} either url or store")
-    return url
+def _given(
+    what: str, url: str | None, client: object, store: object
+) -> Literal["url", "client", "store"]:
+    """Which one of url, client and store was given (exactly one must be)."""
+    given = [n for n, v in (("url", url), ("client", client), ("store", store)) if v is not None]
+    if len(given) != 1:
+        raise BadArgument(f"give {what} one of url, client or store, got {given or 'none'}")
+    return given[0]  # type: ignore[return-value]
 
 
 def open_store(
     what: str,
-    url: str | None,
-    store: MemoryStore | None,
     namespace: str,
-    max_tokens: int,
-    policy: dict[str, float | int | str],
+    policy: Policy,
+    *,
+    url: str | None,
+    client: SyncClient | None,
+    store: MemoryStore | None,
 ) -> MemoryStore:
-    """An adapter's store: ``store``, or one of its own on ``url`` with
-    :func:`conversation_policy` (adopting the namespace's policy if it has one)."""
-    if store is not None and url is None:
+    """An adapter's store: ``store`` as it is, or one on ``client`` or on a client of its
+    own of ``url``, with ``policy`` if the namespace is new (the adapter then applies the
+    fields it was given: see :meth:`Conversation.settle`)."""
+    kind = _given(what, url, client, store)
+    if kind == "store":
+        assert store is not None
         return store
-    return MemoryStore.from_url(
-        _url(what, url, store),
-        namespace,
-        conversation_policy(max_tokens, **policy),
-        adopt_policy=True,
-    )
+    if kind == "client":
+        assert client is not None
+        return MemoryStore(client, namespace, policy, adopt_policy=True)
+    assert url is not None
+    return MemoryStore.from_url(url, namespace, policy, adopt_policy=True)
 
 
 def open_async_store(
     what: str,
-    url: str | None,
-    store: AsyncMemoryStore | None,
     namespace: str,
-    max_tokens: int,
-    policy: dict[str, float | int | str],
+    policy: Policy,
+    *,
+    url: str | None,
+    client: AsyncClient | None,
+    store: AsyncMemoryStore | None,
 ) -> AsyncMemoryStore:
-    """:func:`open_store` for an :class:`~memevict.aio.AsyncMemoryStore`."""
-    if store is not None and url is None:
+    """:func:`open_store` for an :class:`~memevict.aio.AsyncMemoryStore` (opened on its
+    first call)."""
+    kind = _given(what, url, client, store)
+    if kind == "store":
+        assert store is not None
         return store
-    return AsyncMemoryStore.from_url(
-        _url(what, url, store),
-        namespace,
-        conversation_policy(max_tokens, **policy),
-        adopt_policy=True,
-    )
+    if kind == "client":
+        assert client is not None
+        return AsyncMemoryStore(client, namespace, policy, adopt_policy=True)
+    assert url is not None
+    return AsyncMemoryStore.from_url(url, namespace, policy, adopt_policy=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,25 +147,9 @@ class Entry:
     group: str | None = None  # items of one group are kept or evicted together
 
 
-def _item(entry: Entry, importance: float, count_tokens: TokenCounter, pin_at: float) -> Item:
-    return Item(
-        entry.id,
-        importance,
-        text=entry.text,
-        whitelist=importance >= pin_at,
-        tokens=count_tokens(entry.message.text),
-        group=entry.group,
-    )
-
-
 def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
     for start in range(0, len(items), MAX_BATCH):
         yield items[start : start + MAX_BATCH]
-
-
-def _budget(max_tokens: int, tail: Sequence[Entry], count_tokens: TokenCounter) -> int:
-    """What is left of the budget for history once the current turn is in the prompt."""
-    return max_tokens - sum(count_tokens(e.message.text) for e in tail)
 
 
 def _compose(window: Window | None, tail: Sequence[Entry]) -> list[tuple[str, str]]:
@@ -151,11 +169,17 @@ class _Known:
     def __contains__(self, id: object) -> bool:
         return id in self._ids
 
+    def __len__(self) -> int:
+        return len(self._ids)
+
     def add(self, ids: Iterable[str]) -> None:
         for id in ids:
             self._ids[id] = None
         while len(self._ids) > _KNOWN:
             del self._ids[next(iter(self._ids))]
+
+    def clear(self) -> None:
+        self._ids.clear()
 
 
 StoreT = TypeVar("StoreT", MemoryStore, AsyncMemoryStore)
@@ -166,18 +190,30 @@ class _Base(Generic[StoreT]):
         self,
         store: StoreT,
         *,
+        max_tokens: int,
+        policy: Mapping[str, float | int | str] | None = None,
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
     ) -> None:
         self.store: StoreT = store
+        self.max_tokens = max_tokens
         self.labeler, self.count_tokens, self.pin_at = labeler, count_tokens, pin_at
+        # The policy given in code: applied to the namespace (settle) if it differs.
+        self._wanted: dict[str, float | int | str] = {"max_tokens": max_tokens, **(policy or {})}
+        conversation_policy(max_tokens, **(policy or {}))  # (BadPolicy here, not later)
+        self._settled = False
         self._known = _Known()
+        self._epoch: int | None = None  # of the namespace, as the last window saw it
 
     @property
     def known(self) -> Container[str]:
         """Ids this conversation has stored or found stored (the newest 10,000)."""
         return self._known
+
+    def _changes(self, stored: Policy) -> dict[str, Any]:
+        """The fields given in code that the namespace's stored policy does not have."""
+        return {k: v for k, v in self._wanted.items() if getattr(stored, k) != v}
 
     def _unseen(self, entries: Sequence[Entry]) -> list[Entry]:
         return [e for e in entries if e.id not in self._known]
@@ -188,23 +224,73 @@ class _Base(Generic[StoreT]):
         return [e for e in entries if e.id not in stored]
 
     def _item(self, entry: Entry, importance: float) -> Item:
-        return _item(entry, importance, self.count_tokens, self.pin_at)
+        """The memory of an entry; one over the whole budget is remembered alone at the
+        lowest importance, so that it goes to the cold tier at once (kept, recallable)
+        instead of being refused or evicting everything else."""
+        tokens = self.count_tokens(entry.message.text)
+        if 0 < self.max_tokens < tokens:
+            log.warning(
+                "memevict: %s costs %d tokens, over max_tokens %d: kept in the cold tier, "
+                "sent only while it is the current turn",
+                entry.id,
+                tokens,
+                self.max_tokens,
+            )
+            return Item(entry.id, OVER_BUDGET_IMPORTANCE, text=entry.text, tokens=self.max_tokens)
+        return Item(
+            entry.id,
+            importance,
+            text=entry.text,
+            whitelist=importance >= self.pin_at,
+            tokens=tokens,
+            group=entry.group,
+        )
 
-    def _budget(self, tail: Sequence[Entry]) -> int:
-        return _budget(self.store.policy.max_tokens, tail, self.count_tokens)
+    def _budget(self, tail: Sequence[Entry]) -> int | None:
+        """What is left of max_tokens for history once the current turn is in the prompt
+        (0 or less: no room); None without a budget (max_tokens 0)."""
+        if self.max_tokens == 0:
+            return None
+        return self.max_tokens - sum(self.count_tokens(e.message.text) for e in tail)
+
+    def _lost(self, window: Window) -> bool:
+        """Whether the namespace was created again since the last window (its keys lost):
+        then nothing this conversation stored is there, whatever ``known`` says."""
+        lost = self._epoch is not None and window.epoch != self._epoch
+        self._epoch = window.epoch
+        if lost:
+            log.warning(
+                "memevict: namespace %r was lost (FLUSHDB, idle_ttl_s, a restart without "
+                "persistence): storing the conversation again",
+                self.store.namespace,
+            )
+            self._known.clear()
+        return lost
 
 
 class Conversation(_Base[MemoryStore]):
     """One conversation in one namespace, for a :class:`~memevict.MemoryStore`.
 
+    ``max_tokens`` is the prompt's budget (0: none); it and the Policy fields in
+    ``policy`` are applied to the namespace if its stored policy differs (:meth:`settle`).
     ``labeler`` gives each item its importance (the built-in rules by default); an item
     at ``pin_at`` or above (an instruction, by the rules) is whitelisted, so it stays in
     the prompt however old (up to the policy's whitelist_cap). ``count_tokens`` gives its
     cost, of the text the model reads (``Entry.message.text``, not the stored JSON, whose
     field names and metadata the model never sees; :func:`approx_tokens` by default)."""
 
+    def settle(self) -> None:
+        """Applies the policy given in code to the namespace, in one atomic call, where
+        the policy the store found differs (once; again after the namespace was lost)."""
+        if not self._settled:
+            changes = self._changes(self.store.policy)
+            if changes:
+                self.store.set_policy(**changes)
+            self._settled = True
+
     def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
         """Remembers ``entries`` in order; with ``only_new``, those not stored yet."""
+        self.settle()
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if self.store.get(e.id)})
@@ -213,28 +299,63 @@ class Conversation(_Base[MemoryStore]):
             self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
+    def _window(self, budget: int | None) -> tuple[Window, bool]:
+        """The window, and whether the namespace was lost since the last one."""
+        window = self.store.window(budget)
+        lost = self._lost(window)
+        if lost:
+            self._settled = False
+        return window, lost
+
     def window(self, tail: Sequence[Entry] = ()) -> list[tuple[str, str]]:
         """The prompt's items as (id, stored text), in time order: the window of the hot
         tier within what ``tail`` (the current turn, always sent) leaves of max_tokens."""
+        self.settle()
         budget = self._budget(tail)
-        return _compose(self.store.window(budget) if budget > 0 else None, tail)
+        if budget is not None and budget <= 0:
+            return _compose(None, tail)
+        return _compose(self._window(budget)[0], tail)
 
-    def turn(self, history: Sequence[Entry], tail: Sequence[Entry]) -> list[tuple[str, str]]:
+    def turn(
+        self,
+        history: Sequence[Entry],
+        tail: Sequence[Entry],
+        *,
+        again: Callable[[], Sequence[Entry]] | None = None,
+    ) -> list[tuple[str, str]]:
         """One model call: remembers the new ``history``, reads the window for the current
         turn ``tail``, then remembers the turn (after the window is read, so that it does
-        not take the history's room in it). Returns :meth:`window`'s answer."""
+        not take the history's room in it). Returns :meth:`window`'s answer. If the
+        namespace turns out to have been lost, the whole history (``again()``, if
+        ``history`` holds only what was new) is remembered again and the window read
+        again: nothing the framework still holds is lost for good."""
         self.add(history, only_new=True)
-        window = self.window(tail)
+        budget = self._budget(tail)
+        window = None
+        if budget is None or budget > 0:
+            window, lost = self._window(budget)
+            if lost:  # store what the framework still holds, then read again
+                self.add(history if again is None else again(), only_new=True)
+                window, _ = self._window(budget)
         self.add(tail, only_new=True)
-        return window
+        return _compose(window, tail)
 
 
 class AsyncConversation(_Base[AsyncMemoryStore]):
     """:class:`Conversation` for an :class:`~memevict.aio.AsyncMemoryStore`; the labeler
     may be async."""
 
+    async def settle(self) -> None:
+        """See :meth:`Conversation.settle`."""
+        if not self._settled:
+            changes = self._changes((await self.store).policy)
+            if changes:
+                await self.store.set_policy(**changes)
+            self._settled = True
+
     async def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
         """Remembers ``entries`` in order; with ``only_new``, those not stored yet."""
+        await self.settle()
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if await self.store.get(e.id)})
@@ -243,15 +364,37 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             await self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
+    async def _window(self, budget: int | None) -> tuple[Window, bool]:
+        """See :meth:`Conversation._window`."""
+        window = await self.store.window(budget)
+        lost = self._lost(window)
+        if lost:
+            self._settled = False
+        return window, lost
+
     async def window(self, tail: Sequence[Entry] = ()) -> list[tuple[str, str]]:
         """See :meth:`Conversation.window`."""
-        await self.store  # (opened: its policy read)
+        await self.settle()
         budget = self._budget(tail)
-        return _compose(await self.store.window(budget) if budget > 0 else None, tail)
+        if budget is not None and budget <= 0:
+            return _compose(None, tail)
+        return _compose((await self._window(budget))[0], tail)
 
-    async def turn(self, history: Sequence[Entry], tail: Sequence[Entry]) -> list[tuple[str, str]]:
+    async def turn(
+        self,
+        history: Sequence[Entry],
+        tail: Sequence[Entry],
+        *,
+        again: Callable[[], Sequence[Entry]] | None = None,
+    ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.turn`."""
         await self.add(history, only_new=True)
-        window = await self.window(tail)
+        budget = self._budget(tail)
+        window = None
+        if budget is None or budget > 0:
+            window, lost = await self._window(budget)
+            if lost:  # store what the framework still holds, then read again
+                await self.add(history if again is None else again(), only_new=True)
+                window, _ = await self._window(budget)
         await self.add(tail, only_new=True)
-        return window
+        return _compose(window, tail)

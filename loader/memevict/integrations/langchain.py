@@ -54,8 +54,9 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Container, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+import redis.asyncio
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -76,20 +77,24 @@ from langchain_core.messages import (
     message_to_dict,
 )
 from langgraph.config import get_config
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from memevict.aio import AsyncMemoryStore
 from memevict.clients import async_client_from_url, async_routed, client_from_url, close_client
 from memevict.commands import MAX_GROUP_BYTES, MAX_ID_BYTES, check_namespace
-from memevict.errors import BadArgument, BadNamespace
+from memevict.errors import BadArgument
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
+    MAX_TOKENS,
     PIN_AT,
     AsyncConversation,
     Conversation,
     Entry,
+    StoreT,
     TokenCounter,
     approx_tokens,
     conversation_policy,
+    namespace_for,
 )
 from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
@@ -272,6 +277,9 @@ class _Cache(Generic[C]):
             self._items.popitem(last=False)
         return conversation
 
+    def drop(self, namespace: str) -> None:
+        self._items.pop(namespace, None)
+
     def clear(self) -> None:
         self._items.clear()
 
@@ -279,24 +287,28 @@ class _Cache(Generic[C]):
 class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, ResponseT]):
     """Sends the model the memevict window of the conversation instead of all of it.
 
-    Give it a ``url`` (a single server or a cluster node; the middleware makes and owns
-    its clients) or an open ``client`` (a ``redis.Redis`` or ``RedisCluster``, for
-    ``invoke``) and/or ``async_client`` (``redis.asyncio``, for ``ainvoke``); with a
-    ``url`` too, it makes whichever is not given. ``max_tokens`` is the budget of the
-    messages sent; ``namespace`` one namespace for every thread (one per thread by
-    default); ``labeler``, ``count_tokens`` and ``pin_at`` as for
-    :class:`~memevict.integrations._conversation.Conversation`; ``policy`` changes any
-    other Policy field (see
-    :func:`~memevict.integrations._conversation.conversation_policy`). Close the clients
-    it made with :meth:`close` and :meth:`aclose`."""
+    One namespace per thread, ``langchain:<thread_id>`` (hashed where the id has
+    characters a namespace cannot take), unless ``session_id`` names one session
+    (``langchain:<session_id>``) or ``namespace`` one namespace for every thread. Give it
+    one of ``url`` (a single server or a cluster node; the middleware makes and owns its
+    clients, sync for ``invoke`` and asyncio for ``ainvoke``: :meth:`close`,
+    :meth:`aclose`), ``client`` (a ``redis.Redis``/``RedisCluster`` for ``invoke``, or a
+    ``redis.asyncio`` one for ``ainvoke``, shared by any number of middlewares and
+    threads) or ``store`` (a :class:`~memevict.MemoryStore` or
+    :class:`~memevict.aio.AsyncMemoryStore`: its namespace, for every thread).
+    ``max_tokens`` is the budget of the messages sent (0: none); it and any other Policy
+    field given in ``policy`` are applied to a namespace whose stored policy differs.
+    ``labeler``, ``count_tokens`` and ``pin_at`` as for
+    :class:`~memevict.integrations._conversation.Conversation`."""
 
     def __init__(
         self,
+        session_id: str | None = None,
         *,
         url: str | None = None,
-        client: SyncClient | None = None,
-        async_client: AsyncClient | None = None,
-        max_tokens: int = 8000,
+        client: SyncClient | AsyncClient | None = None,
+        store: MemoryStore | AsyncMemoryStore | None = None,
+        max_tokens: int = MAX_TOKENS,
         namespace: str | None = None,
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
@@ -304,62 +316,90 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         **policy: float | int | str,
     ) -> None:
         super().__init__()
-        if url is None and client is None and async_client is None:
-            raise BadArgument("give MemevictMiddleware a url, a client or an async_client")
+        given = [n for n, v in (("url", url), ("client", client), ("store", store)) if v]
+        if len(given) != 1:
+            raise BadArgument(f"give MemevictMiddleware one of url, client or store, got {given}")
         self.url = url
+        if store is not None:
+            namespace = store.namespace
+        elif namespace is None and session_id is not None:
+            namespace = namespace_for("langchain", session_id)
         self.namespace = None if namespace is None else check_namespace(namespace)
+        self.max_tokens, self.policy_fields = max_tokens, policy
         self.policy = conversation_policy(max_tokens, **policy)
         self.labeler, self.count_tokens, self.pin_at = labeler, count_tokens, pin_at
-        self._client, self._owns_client = client, False
-        self._async_client, self._owns_async_client = async_client, False
+        self._client: SyncClient | None = None
+        self._async_client: AsyncClient | None = None
+        self._owns_client = self._owns_async_client = False
+        if isinstance(client, redis.asyncio.Redis | AsyncRedisCluster):
+            self._async_client = client
+        elif client is not None:
+            self._client = client
         self._routing: asyncio.Future[AsyncClient] | None = None
         self._lock = threading.Lock()
         self._conversations: _Cache[Conversation] = _Cache()
         self._async_conversations: _Cache[AsyncConversation] = _Cache()
+        self._store = store
+
+    @classmethod
+    def from_url(
+        cls, session_id: str | None, url: str, **kwargs: Any
+    ) -> MemevictMiddleware[ResponseT, ContextT]:
+        """A middleware on clients of its own of ``url``; ``session_id`` None for one
+        namespace per thread."""
+        return cls(session_id, url=url, **kwargs)
 
     def namespace_of(self, request: ModelRequest[ContextT]) -> str:
         """The namespace of the request's thread."""
+        return self._namespace(thread_id_of(request))
+
+    def _namespace(self, thread_id: str | None) -> str:
         if self.namespace is not None:
             return self.namespace
-        thread = thread_id_of(request)
-        if thread is None:
-            return DEFAULT_NAMESPACE
-        try:
-            return check_namespace(f"langchain:{thread}")
-        except BadNamespace:  # a thread id with spaces, braces, ... or too long
-            return f"langchain:sha256:{_sha256(thread)}"
+        return DEFAULT_NAMESPACE if thread_id is None else namespace_for("langchain", thread_id)
 
     # --- stores ---------------------------------------------------------------------
 
     def _sync_client(self) -> SyncClient:
         if self._client is None:
             if self.url is None:
-                raise BadArgument("MemevictMiddleware has no sync client: give it client or url")
+                raise BadArgument(
+                    "MemevictMiddleware has no sync client for invoke: give it a redis.Redis "
+                    "client, a MemoryStore or a url"
+                )
             self._client, self._owns_client = client_from_url(self.url), True
         return self._client
+
+    def _conversation(self, store: StoreT) -> Any:
+        kind = Conversation if isinstance(store, MemoryStore) else AsyncConversation
+        return kind(
+            store,
+            max_tokens=self.max_tokens,
+            policy=self.policy_fields,
+            labeler=self.labeler,
+            count_tokens=self.count_tokens,
+            pin_at=self.pin_at,
+        )
 
     def conversation(self, namespace: str) -> Conversation:
         """The conversation of ``namespace`` (its store opened on first use)."""
         with self._lock:
             found = self._conversations.get(namespace)
             if found is None:
-                store = MemoryStore(self._sync_client(), namespace, self.policy, adopt_policy=True)
-                found = self._conversations.put(
-                    namespace,
-                    Conversation(
-                        store,
-                        labeler=self.labeler,
-                        count_tokens=self.count_tokens,
-                        pin_at=self.pin_at,
-                    ),
-                )
+                if isinstance(self._store, MemoryStore) and namespace == self._store.namespace:
+                    store = self._store
+                else:
+                    client = self._sync_client()
+                    store = MemoryStore(client, namespace, self.policy, adopt_policy=True)
+                found = self._conversations.put(namespace, self._conversation(store))
             return found
 
     async def _routed_async_client(self) -> AsyncClient:
         if self._async_client is None:
             if self.url is None:
                 raise BadArgument(
-                    "MemevictMiddleware has no async client: give it async_client or url"
+                    "MemevictMiddleware has no asyncio client for ainvoke: give it a "
+                    "redis.asyncio client, an AsyncMemoryStore or a url"
                 )
             if self._routing is None:
                 self._routing = asyncio.ensure_future(
@@ -378,20 +418,29 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         """The async conversation of ``namespace`` (its store opened on first use)."""
         found = self._async_conversations.get(namespace)
         if found is None:
-            client = await self._routed_async_client()
+            if isinstance(self._store, AsyncMemoryStore) and namespace == self._store.namespace:
+                store = self._store
+            else:
+                client = await self._routed_async_client()
+                store = AsyncMemoryStore(client, namespace, self.policy, adopt_policy=True)
             found = self._async_conversations.get(namespace)  # (made while we waited?)
             if found is None:
-                store = AsyncMemoryStore(client, namespace, self.policy, adopt_policy=True)
-                found = self._async_conversations.put(
-                    namespace,
-                    AsyncConversation(
-                        store,
-                        labeler=self.labeler,
-                        count_tokens=self.count_tokens,
-                        pin_at=self.pin_at,
-                    ),
-                )
+                found = self._async_conversations.put(namespace, self._conversation(store))
         return found
+
+    def clear_session(self, thread_id: str | None = None) -> None:
+        """Deletes the namespace of ``thread_id`` (of the session, with ``session_id`` or
+        ``namespace``), cold tier included. The graph state is the checkpointer's."""
+        namespace = self._namespace(thread_id)
+        self.conversation(namespace).store.drop()
+        with self._lock:
+            self._conversations.drop(namespace)
+
+    async def aclear_session(self, thread_id: str | None = None) -> None:
+        """See :meth:`clear_session`."""
+        namespace = self._namespace(thread_id)
+        await (await self.aconversation(namespace)).store.drop()
+        self._async_conversations.drop(namespace)
 
     def close(self) -> None:
         """Closes the sync client if the middleware made it (from ``url``)."""
@@ -422,7 +471,11 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         conversation = self.conversation(self.namespace_of(request))
         entries, by_id = entries_of(request.messages, conversation.known)
         tail = current_turn(entries)
-        window = conversation.turn(_history(entries, tail), tail)
+        window = conversation.turn(
+            _history(entries, tail),
+            tail,
+            again=lambda: _history(entries_of(request.messages)[0], tail),
+        )
         messages = _sent(window, tail, by_id)
         return handler(request.override(messages=messages))
 
@@ -437,6 +490,10 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         conversation = await self.aconversation(self.namespace_of(request))
         entries, by_id = entries_of(request.messages, conversation.known)
         tail = current_turn(entries)
-        window = await conversation.turn(_history(entries, tail), tail)
+        window = await conversation.turn(
+            _history(entries, tail),
+            tail,
+            again=lambda: _history(entries_of(request.messages)[0], tail),
+        )
         messages = _sent(window, tail, by_id)
         return await handler(request.override(messages=messages))

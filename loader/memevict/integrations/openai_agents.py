@@ -3,7 +3,7 @@
 ``MemevictSession`` implements the SDK's ``Session`` protocol structurally (this module
 never imports the SDK)::
 
-    session = MemevictSession("user-42", url="redis://localhost:6379", max_tokens=8000)
+    session = MemevictSession.from_url("user-42", "redis://localhost:6379", max_tokens=8000)
     result = await Runner.run(agent, "hi", session=session)
 
 Each item is one memory: its JSON is the text, its importance comes from the labeler
@@ -13,8 +13,10 @@ the text the model reads of it (:func:`message_of`). A
 and a ``reasoning`` item joins the group of the item after it, so a window never holds
 half of either (the Responses API rejects both). The hot tier holds at most
 ``max_tokens``; what is evicted stays in the cold tier, recallable with the store's
-``recall``. ``get_items`` returns the window in time order; ``pop_item`` removes the
-newest item of the window; ``clear_session`` drops the namespace.
+``recall``; an item over the whole budget goes there at once (it is sent while it is
+the current turn, by the SDK). ``get_items`` returns the window in time order;
+``pop_item`` removes the newest item of the window; ``clear_session`` drops the
+namespace.
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ from memevict.aio import AsyncMemoryStore
 from memevict.errors import NotFound
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
+    MAX_TOKENS,
     PIN_AT,
     AsyncConversation,
     Entry,
     TokenCounter,
     approx_tokens,
+    conversation_policy,
+    namespace_for,
     open_async_store,
 )
+from memevict.registry import AsyncClient
 
 Item = dict[str, Any]  # the SDK's TResponseInputItem, a TypedDict
 
@@ -99,34 +105,60 @@ def entries_of(
     return entries, left_open
 
 
+def _is_call(item: Item) -> bool:
+    return str(item.get("type") or "").endswith("_call") and bool(item.get("call_id"))
+
+
+def _is_output(item: Item) -> bool:
+    return str(item.get("type") or "").endswith("_call_output") and bool(item.get("call_id"))
+
+
+def whole_calls(items: Sequence[Item], before: Item | None = None) -> list[Item]:
+    """``items`` less what the Responses API would reject: a tool call whose output is not
+    there, an output whose call is not there, and a ``reasoning`` item whose item after
+    it is not there. ``before``: the item before the first (a call right after a
+    reasoning item that is cut off goes too)."""
+    calls = {item["call_id"] for item in items if _is_call(item)}
+    outputs = {item["call_id"] for item in items if _is_output(item)}
+    if before is not None and before.get("type") == "reasoning" and items and _is_call(items[0]):
+        calls.discard(items[0]["call_id"])
+    kept = [
+        not (_is_call(item) and not (item["call_id"] in outputs and item["call_id"] in calls))
+        and not (_is_output(item) and item["call_id"] not in calls)
+        for item in items
+    ]
+    for i in range(len(items) - 1, -1, -1):
+        if items[i].get("type") == "reasoning" and not (i + 1 < len(items) and kept[i + 1]):
+            kept[i] = False
+    return [item for item, keep in zip(items, kept, strict=True) if keep]
+
+
 def whole_tail(items: list[Item], limit: int) -> list[Item]:
-    """The last ``limit`` items, fewer if that would start with a tool output whose call
-    is cut off: a call and its output are never split."""
+    """At most the last ``limit`` items, with no tool call, output or reasoning item cut
+    from its other half (see :func:`whole_calls`): fewer where the cut would split one."""
     start = max(0, len(items) - limit)
-    calls = {call_group(item) for item in items[start:] if str(item.get("type")).endswith("_call")}
-    while start < len(items):
-        group = call_group(items[start])
-        if group is None or not str(items[start].get("type")).endswith("_output"):
-            break
-        if group in calls:
-            break
-        start += 1
-    return items[start:]
+    return whole_calls(items[start:], items[start - 1] if start > 0 else None)
 
 
 class MemevictSession:
-    """An OpenAI Agents SDK session backed by one memevict namespace (``session_id`` by
-    default). Give it a ``url`` (a single server or a cluster node) or an open
-    ``store``; ``max_tokens`` is the history's token budget; ``policy`` changes any other
-    Policy field (see :func:`~memevict.integrations._conversation.conversation_policy`)."""
+    """An OpenAI Agents SDK session backed by one memevict namespace, ``openai:<session_id>``
+    (hashed where the id has characters a namespace cannot take; ``namespace`` names
+    another). Give it one of ``url`` (a single server or a cluster node; the session owns
+    that client: :meth:`close`), ``client`` (a ``redis.asyncio`` client, shared by any
+    number of sessions) or ``store`` (an :class:`~memevict.aio.AsyncMemoryStore`, whose
+    namespace it uses). ``max_tokens`` is the history's token budget (0: none); it and
+    any other Policy field given in ``policy`` are applied to the namespace when its
+    stored policy differs. ``MemevictSession.from_url(session_id, url, ...)`` is the
+    same as ``url=``."""
 
     def __init__(
         self,
         session_id: str,
         *,
         url: str | None = None,
+        client: AsyncClient | None = None,
         store: AsyncMemoryStore | None = None,
-        max_tokens: int = 8000,
+        max_tokens: int = MAX_TOKENS,
         namespace: str | None = None,
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
@@ -134,24 +166,41 @@ class MemevictSession:
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
+        namespace = namespace or namespace_for("openai", session_id)
         self.store = open_async_store(
-            "MemevictSession", url, store, namespace or session_id, max_tokens, policy
+            "MemevictSession",
+            namespace,
+            conversation_policy(max_tokens, **policy),
+            url=url,
+            client=client,
+            store=store,
         )
         self.session_id = session_id
         self.session_settings = session_settings
         self.conversation = AsyncConversation(
-            self.store, labeler=labeler, count_tokens=count_tokens, pin_at=pin_at
+            self.store,
+            max_tokens=max_tokens,
+            policy=policy,
+            labeler=labeler,
+            count_tokens=count_tokens,
+            pin_at=pin_at,
         )
         self._open_group: str | None = None
 
+    @classmethod
+    def from_url(cls, session_id: str, url: str, **kwargs: Any) -> MemevictSession:
+        """A session on a client of its own of ``url`` (closed by :meth:`close`)."""
+        return cls(session_id, url=url, **kwargs)
+
     async def get_items(self, limit: int | None = None) -> list[Item]:
-        """The window in time order (its last ``limit`` items, a tool call never cut
-        from its output)."""
+        """The window in time order (its last ``limit`` items), with no tool call cut from
+        its output nor reasoning item from the item after it."""
         items = [json.loads(text) for _, text in await self.conversation.window()]
-        return items if limit is None else whole_tail(items, limit)
+        return whole_calls(items) if limit is None else whole_tail(items, limit)
 
     async def add_items(self, items: list[Item]) -> None:
-        """Remembers new items, evicting to the token budget."""
+        """Remembers new items, evicting to the token budget (an item over the whole budget
+        goes straight to the cold tier, with a warning)."""
         if not items:
             return
         entries, self._open_group = entries_of(items, self._open_group)

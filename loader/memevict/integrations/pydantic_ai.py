@@ -58,6 +58,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic
 
 from pydantic import TypeAdapter
 from pydantic_ai.messages import (
@@ -82,15 +83,20 @@ from pydantic_ai.messages import (
 from memevict.aio import AsyncMemoryStore
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
+    MAX_TOKENS,
     PIN_AT,
     AsyncConversation,
     Conversation,
     Entry,
+    StoreT,
     TokenCounter,
     approx_tokens,
+    conversation_policy,
+    namespace_for,
     open_async_store,
     open_store,
 )
+from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
 
 __all__ = [
@@ -200,12 +206,20 @@ def _part_ids(message: ModelRequest) -> list[str]:
     return [hashlib.sha256(b"request:" + _identity(p)).hexdigest() for p in parts]
 
 
+def _head(message: ModelRequest) -> int:
+    """The part whose JSON names a request: its first that is not a system prompt (a
+    dynamic system prompt is rendered again on every run), else its first."""
+    parts = message.parts
+    return next((i for i, p in enumerate(parts) if not isinstance(p, SystemPromptPart)), 0)
+
+
 def message_id(message: ModelMessage) -> str:
-    """The memory id of a message: for a request, a sha256 of its first part's JSON (which
-    survives Pydantic AI merging consecutive requests into one: see :func:`unmerged`); for
-    a response, a sha256 of its JSON, the fields set after the processors ran left out."""
+    """The memory id of a message: for a request, a sha256 of the JSON of its first part
+    that is not a system prompt (which survives Pydantic AI merging consecutive requests
+    into one: see :func:`unmerged`, and rendering a dynamic system prompt again); for a
+    response, a sha256 of its JSON, the fields set after the processors ran left out."""
     if isinstance(message, ModelRequest) and message.parts:
-        return _part_ids(message)[0]
+        return _part_ids(message)[_head(message)]
     identity = ModelMessagesTypeAdapter.dump_json([message], exclude={"__all__": _VOLATILE})
     return hashlib.sha256(identity).hexdigest()
 
@@ -314,13 +328,19 @@ class _Order:
 
     def output(self, turn: _Turn, window: list[tuple[str, str]]) -> list[ModelMessage]:
         """The window's messages in time order: the messages given to the processor as
-        they are (the same objects), the others read back from their stored text."""
-        placed = [
-            (self._seq.get(id, -1), turn.given[id] if id in turn.given else _read(text))
-            for id, text in window
-        ]
-        placed.sort(key=lambda p: p[0])  # stable: the window's own order among the unseen
-        return [m for _, m in placed]
+        they are (the same objects), the others read back from their stored text. One
+        this process has not seen (stored by another processor of the session) keeps its
+        place in the window's order (the order first remembered) after the one before it."""
+        placed: list[tuple[int, int, ModelMessage]] = []
+        anchor = -1
+        for at, (id, text) in enumerate(window):
+            seen = self._seq.get(id)
+            if seen is not None:
+                anchor = seen
+            message = turn.given[id] if id in turn.given else _read(text)
+            placed.append((anchor, at if seen is None else -1, message))
+        placed.sort(key=lambda p: (p[0], p[1]))
+        return [m for _, _, m in placed]
 
 
 class _Requests:
@@ -340,19 +360,28 @@ class _Requests:
             self.texts.popitem(last=False)
 
 
-class _Base:
+class _Base(Generic[StoreT]):
     def __init__(
         self,
+        store: StoreT,
         session_id: str,
-        namespace: str | None,
+        max_tokens: int,
         labeler: Labeler,
         count_tokens: TokenCounter,
         pin_at: float,
+        policy: dict[str, float | int | str],
     ) -> None:
         self.session_id = session_id
-        self.namespace = namespace or f"pydantic-ai:{session_id}"
-        self.labeler, self.pin_at = labeler, pin_at
-        self.count_tokens = count_tokens
+        self.store: StoreT = store
+        self.namespace = store.namespace
+        # What the conversation is made of (again by clear_session).
+        self._settings: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "policy": policy,
+            "labeler": labeler,
+            "count_tokens": count_tokens,
+            "pin_at": pin_at,
+        }
         self._order, self._requests = _Order(), _Requests()
 
     def _turn(self, messages: Sequence[ModelMessage]) -> _Turn:
@@ -372,38 +401,47 @@ def _history(turn: _Turn) -> list[Entry]:
     return [e for e in turn.entries if e.id not in always]
 
 
-class MemevictHistory(_Base):
+class MemevictHistory(_Base[AsyncMemoryStore]):
     """A Pydantic AI history processor on an :class:`~memevict.aio.AsyncMemoryStore`:
-    ``Agent(model, capabilities=[ProcessHistory(MemevictHistory(session_id=..., url=...))])``.
+    ``Agent(model, capabilities=[ProcessHistory(MemevictHistory("user-42", url=...))])``.
 
-    Give it a ``url`` (a single server or a cluster node) or an open ``store``;
-    ``max_tokens`` is the token budget of what the model is sent (the current turn is sent
-    even when it alone exceeds it); ``policy`` changes any other Policy field (see
-    :func:`~memevict.integrations._conversation.conversation_policy`)."""
+    One of ``url`` (a single server or a cluster node; the processor owns that client),
+    ``client`` (shared by any number of processors) or ``store`` (its namespace is used);
+    the namespace is ``pydantic-ai:<session_id>`` (hashed where the id has characters a
+    namespace cannot take) unless ``namespace`` names one. ``max_tokens`` is the token
+    budget of what the model is sent (0: none; the current turn is sent even when it alone
+    exceeds it); it and any other Policy field given in ``policy`` are applied to the
+    namespace when its stored policy differs."""
 
     def __init__(
         self,
-        *,
         session_id: str,
+        *,
         url: str | None = None,
+        client: AsyncClient | None = None,
         store: AsyncMemoryStore | None = None,
-        max_tokens: int = 8000,
+        max_tokens: int = MAX_TOKENS,
         namespace: str | None = None,
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         **policy: float | int | str,
     ) -> None:
-        super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
-        self.store = open_async_store(
-            "MemevictHistory", url, store, self.namespace, max_tokens, policy
+        opened = open_async_store(
+            "MemevictHistory",
+            namespace or namespace_for("pydantic-ai", session_id),
+            conversation_policy(max_tokens, **policy),
+            url=url,
+            client=client,
+            store=store,
         )
-        self.conversation = self._conversation()
+        super().__init__(opened, session_id, max_tokens, labeler, count_tokens, pin_at, policy)
+        self.conversation = AsyncConversation(self.store, **self._settings)
 
-    def _conversation(self) -> AsyncConversation:
-        return AsyncConversation(
-            self.store, labeler=self.labeler, count_tokens=self.count_tokens, pin_at=self.pin_at
-        )
+    @classmethod
+    def from_url(cls, session_id: str, url: str, **kwargs: Any) -> MemevictHistory:
+        """A processor on a client of its own of ``url`` (closed by :meth:`aclose`)."""
+        return cls(session_id, url=url, **kwargs)
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Remembers the messages not seen yet; returns the window, current turn included."""
@@ -416,10 +454,10 @@ class MemevictHistory(_Base):
         window = await self.conversation.turn(_history(turn), turn.always)
         return self._order.output(turn, window)
 
-    async def clear(self) -> None:
+    async def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         await self.store.drop()
-        self.conversation = self._conversation()
+        self.conversation = AsyncConversation(self.store, **self._settings)
         self._order, self._requests = _Order(), _Requests()
 
     async def aclose(self) -> None:
@@ -427,32 +465,39 @@ class MemevictHistory(_Base):
         await self.store.aclose()
 
 
-class SyncMemevictHistory(_Base):
-    """:class:`MemevictHistory` on a :class:`~memevict.MemoryStore` (a sync processor)."""
+class SyncMemevictHistory(_Base[MemoryStore]):
+    """:class:`MemevictHistory` on a :class:`~memevict.MemoryStore` (a sync processor);
+    the same arguments, with a ``redis.Redis`` client or a :class:`~memevict.MemoryStore`."""
 
     def __init__(
         self,
-        *,
         session_id: str,
+        *,
         url: str | None = None,
+        client: SyncClient | None = None,
         store: MemoryStore | None = None,
-        max_tokens: int = 8000,
+        max_tokens: int = MAX_TOKENS,
         namespace: str | None = None,
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         **policy: float | int | str,
     ) -> None:
-        super().__init__(session_id, namespace, labeler, count_tokens, pin_at)
-        self.store = open_store(
-            "SyncMemevictHistory", url, store, self.namespace, max_tokens, policy
+        opened = open_store(
+            "SyncMemevictHistory",
+            namespace or namespace_for("pydantic-ai", session_id),
+            conversation_policy(max_tokens, **policy),
+            url=url,
+            client=client,
+            store=store,
         )
-        self.conversation = self._conversation()
+        super().__init__(opened, session_id, max_tokens, labeler, count_tokens, pin_at, policy)
+        self.conversation = Conversation(self.store, **self._settings)
 
-    def _conversation(self) -> Conversation:
-        return Conversation(
-            self.store, labeler=self.labeler, count_tokens=self.count_tokens, pin_at=self.pin_at
-        )
+    @classmethod
+    def from_url(cls, session_id: str, url: str, **kwargs: Any) -> SyncMemevictHistory:
+        """A processor on a client of its own of ``url`` (closed by :meth:`close`)."""
+        return cls(session_id, url=url, **kwargs)
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """See :meth:`MemevictHistory.__call__`."""
@@ -464,10 +509,10 @@ class SyncMemevictHistory(_Base):
         turn = self._turn(messages)
         return self._order.output(turn, self.conversation.turn(_history(turn), turn.always))
 
-    def clear(self) -> None:
+    def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         self.store.drop()
-        self.conversation = self._conversation()
+        self.conversation = Conversation(self.store, **self._settings)
         self._order, self._requests = _Order(), _Requests()
 
     def close(self) -> None:
