@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+import redis
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -136,9 +137,14 @@ def _lookups(turns: range) -> int:
     return sum("lookup" in _user(turn) for turn in turns)
 
 
+HUGE_AT, FLUSH_AT = 51, 120  # a message over the whole budget; the server flushed
+
+
 def _user(turn: int) -> str:
     if turn == 0:
         return INSTRUCTION
+    if turn == HUGE_AT:
+        return "Here is the whole log: " + "line of the log " * BUDGET  # ~4x the budget
     if turn % 2 == 0:
         return f"Please lookup order {turn} for me."
     return f"ok thanks, turn {turn}"
@@ -202,17 +208,30 @@ def _has_instruction(messages: Sequence[BaseMessage]) -> bool:
 
 
 def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Server) -> None:
+    """With a message over the whole budget at turn 51 (sent as the current turn, then kept
+    in the cold tier: no OverBudget, then or later) and the server flushed at turn 120
+    (the middleware stores the conversation again from the graph state)."""
     url = f"redis://127.0.0.1:{server.port}"
     thread = f"t200-{secrets.token_hex(4)}"
     model = ScriptedModel()
     middleware = MemevictMiddleware(url=url, max_tokens=BUDGET)
+    flusher = redis.Redis.from_url(url)
     try:
         agent = _agent(model, middleware)
         for turn in range(TURNS):
+            if turn == FLUSH_AT:
+                flusher.flushdb()
             agent.invoke({"messages": [HumanMessage(_user(turn))]}, _config(thread))
         state = agent.get_state(_config(thread)).values["messages"]
     finally:
         middleware.close()
+        flusher.close()
+    huge = next(i for i, sent in enumerate(model.sent) if _user(HUGE_AT) in sent[-1].text)
+    assert _tokens(model.sent[huge][1:-1]) == 0  # the current turn alone: no room left
+    assert _has_instruction(model.sent[huge + 1])  # it evicted nothing
+    assert not any(_user(HUGE_AT) in m.text for m in model.sent[huge + 1])  # it went cold
+    flushed = next(i for i, s in enumerate(model.sent) if f"turn {FLUSH_AT + 1}" in s[-1].text)
+    assert _has_instruction(model.sent[flushed])  # stored again from the graph state
 
     # A tool round trip on every other turn; every call answered the turn's last message.
     lookups = _lookups(range(TURNS))

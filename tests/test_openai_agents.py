@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+import redis.asyncio
 from agents import (
     Agent,
     ModelResponse,
@@ -24,6 +26,7 @@ from agents import (
     Usage,
     function_tool,
 )
+from agents.memory import SessionSettings
 from agents.models.interface import Model
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -77,15 +80,20 @@ class ScriptedModel(Model):
         self.calls += 1
         turn = len(self.inputs)
         if last.get("role") == "user" and "lookup" in str(last.get("content")):
-            call = ResponseFunctionToolCall(
-                type="function_call",
-                call_id=f"call-{self.calls}",
-                name="lookup",
-                arguments=json.dumps({"q": f"order {turn}"}),
-                id=f"fc-{self.calls}",
-                status="completed",
-            )
-            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+            # "lookup orders N and M" asks for two calls at once (parallel tool calls)
+            orders = re.findall(r"\d+", str(last.get("content"))) or [str(turn)]
+            calls = [
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    call_id=f"call-{self.calls}-{k}",
+                    name="lookup",
+                    arguments=json.dumps({"q": f"order {order}"}),
+                    id=f"fc-{self.calls}-{k}",
+                    status="completed",
+                )
+                for k, order in enumerate(orders)
+            ]
+            return ModelResponse(output=list(calls), usage=Usage(), response_id=None)
         reply = ResponseOutputMessage(
             id=f"msg-{self.calls}",
             type="message",
@@ -141,18 +149,29 @@ class FifoSession:
         self.items.clear()
 
 
+HUGE_AT, FLUSH_AT = 51, 120  # a message over the whole budget; the namespace flushed
+
+
 def _user(turn: int) -> str:
     if turn == 0:
         return INSTRUCTION
+    if turn == HUGE_AT:
+        return "Here is the whole log: " + "line of the log " * BUDGET  # ~4x the budget
+    if turn % 6 == 2:
+        return f"Please lookup orders {turn} and {turn + 1} for me."
     if turn % 2 == 0:
         return f"Please lookup order {turn} for me."
     return f"ok thanks, turn {turn}"
 
 
-async def _converse(session: Any, turns: int = TURNS) -> ScriptedModel:
+async def _converse(
+    session: Any, turns: int = TURNS, flush: Callable[[], Awaitable[object]] | None = None
+) -> ScriptedModel:
     model = ScriptedModel()
     agent = Agent(name="clerk", instructions="You are a clerk.", model=model, tools=[lookup])
     for turn in range(turns):
+        if turn == FLUSH_AT and flush is not None:
+            await flush()
         await Runner.run(agent, _user(turn), session=session, run_config=RUN)
     return model
 
@@ -163,20 +182,30 @@ def _check_pairs(items: list[dict[str, Any]]) -> None:
     assert sorted(calls) == sorted(outputs), items
 
 
+def _calls_before(model: ScriptedModel, turn: int) -> int:
+    """The model calls made before ``turn``'s run (one more per tool round trip)."""
+    return sum(1 + ("lookup" in _user(t)) for t in range(turn))
+
+
 def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Server) -> None:
+    """With parallel tool calls, a message over the whole budget at turn 51 (sent as the
+    current turn, then kept in the cold tier: no OverBudget) and the server flushed at
+    turn 120 (the session goes on, empty, with no error)."""
     url = f"redis://127.0.0.1:{server.port}"
 
     async def run() -> tuple[ScriptedModel, list[dict[str, Any]]]:
         session = MemevictSession("agents-200", url=url, max_tokens=BUDGET)
+        flusher = redis.asyncio.Redis.from_url(url)
         try:
             await session.clear_session()
-            model = await _converse(session)
+            model = await _converse(session, flush=flusher.flushdb)
             history = await session.get_items()
             stats = await session.store.stats()
             assert stats.cold > 0  # memories were evicted, and kept recallable
             return model, history
         finally:
             await session.close()
+            await flusher.aclose()
 
     model, history = asyncio.run(run())
     lookups = sum("lookup" in _user(turn) for turn in range(TURNS))
@@ -184,7 +213,41 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
     for sent in model.inputs:
         _check_pairs(sent)
     assert sum(_tokens(i) for i in history) <= BUDGET
-    assert any(INSTRUCTION in json.dumps(i) for i in model.inputs[-1])
+    huge = model.inputs[_calls_before(model, HUGE_AT)]
+    assert _user(HUGE_AT) in json.dumps(huge[-1])  # the model got it, as the current turn
+    assert sum(map(_tokens, huge[:-1])) <= BUDGET  # the history, as on every turn
+    after = model.inputs[_calls_before(model, HUGE_AT + 1)]
+    assert any(INSTRUCTION in json.dumps(i) for i in after)  # it evicted nothing
+    assert not any(_user(HUGE_AT) in json.dumps(i) for i in after)  # and went cold
+    before_flush = model.inputs[_calls_before(model, FLUSH_AT) - 1]
+    assert any(INSTRUCTION in json.dumps(i) for i in before_flush)
+    assert any("turn 199" in json.dumps(i) for i in history)  # the session went on
+    assert len({i["call_id"] for i in history if i.get("type") == "function_call"}) > 2
+
+
+def test_reads_with_a_limit_never_split_parallel_calls(server: Server) -> None:
+    """The SDK reads ``get_items(limit)`` with ``SessionSettings(limit=N)``: no input the
+    model gets has a call without its output or an output without its call."""
+    url = f"redis://127.0.0.1:{server.port}"
+
+    async def run(limit: int) -> ScriptedModel:
+        session = MemevictSession(
+            f"agents-limit-{limit}",
+            url=url,
+            max_tokens=BUDGET,
+            session_settings=SessionSettings(limit=limit),
+        )
+        try:
+            await session.clear_session()
+            return await _converse(session, turns=30)
+        finally:
+            await session.close()
+
+    for limit in (2, 3, 4, 5):
+        model = asyncio.run(run(limit))
+        for sent in model.inputs:
+            _check_pairs(sent)
+        assert any(len(sent) > 2 for sent in model.inputs)
 
     fifo = asyncio.run(_converse(FifoSession("fifo", BUDGET)))
     assert not any(INSTRUCTION in json.dumps(i) for i in fifo.inputs[-1])

@@ -11,9 +11,10 @@ The same conversation through a FIFO processor with the same budget loses it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
+import redis.asyncio
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.capabilities import HistoryProcessor, ProcessHistory
 from pydantic_ai.exceptions import ToolFailed
@@ -91,9 +92,14 @@ def lookup(q: str) -> str:
     return f"order {n}: shipped, " + "details " * 20
 
 
+HUGE_AT, FLUSH_AT = 51, 120  # a message over the whole budget; the server flushed
+
+
 def _user(turn: int) -> str:
     if turn == 0:
         return INSTRUCTION
+    if turn == HUGE_AT:
+        return "Here is the whole log: " + "line of the log " * BUDGET  # ~4x the budget
     if turn % 2 == 0:
         return f"Please lookup {turn} for me."
     return f"ok thanks, turn {turn}"
@@ -139,14 +145,23 @@ def _agent(
     *,
     instructions: str | None = None,
     system_prompt: Sequence[str] = (),
+    dynamic: bool = False,
 ) -> Agent[None, str]:
-    return Agent(
+    agent = Agent(
         FunctionModel(script),
         instructions=instructions,
         system_prompt=system_prompt,
         tools=[lookup],
         capabilities=[ProcessHistory(processor)],
     )
+    if dynamic:  # a system prompt rendered again on every run, different each time
+        runs = iter(range(10**6))
+
+        @agent.system_prompt(dynamic=True)
+        def clock() -> str:
+            return f"You are a clerk. This is run {next(runs)}."
+
+    return agent
 
 
 def _check_pairs(messages: History) -> None:
@@ -183,22 +198,34 @@ def _holds_instruction(messages: History) -> bool:
     return any(INSTRUCTION in p for m in messages for p in _prompts(m))
 
 
-async def _converse(agent: Agent[None, str], turns: int = TURNS) -> int:
+async def _converse(
+    agent: Agent[None, str],
+    turns: int = TURNS,
+    flush: Callable[[], Awaitable[object]] | None = None,
+) -> int:
     """Runs the conversation; the number of messages it made."""
     history: History = []
     made = 0
     for turn in range(turns):
+        if turn == FLUSH_AT and flush is not None:
+            await flush()
         result = await agent.run(_user(turn), message_history=history)
         made += len(result.new_messages())
         history = result.all_messages()
     return made
 
 
+def _once(messages: History) -> None:
+    """No user prompt is sent twice (a request stored again under a new id would be)."""
+    prompts = [p for m in messages for p in _prompts(m)]
+    assert len(prompts) == len(set(prompts)), prompts
+
+
 def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Server) -> None:
     url = f"redis://127.0.0.1:{server.port}"
 
     async def run() -> tuple[Script, list[History]]:
-        memevict = MemevictHistory(session_id="pa-200", url=url, max_tokens=BUDGET)
+        memevict = MemevictHistory("pa-200", url=url, max_tokens=BUDGET)
         outputs: list[History] = []
 
         async def recording(messages: History) -> History:
@@ -223,10 +250,57 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
     assert any("lookup failed" in text_of(m) for m in script.sent[-1] + script.sent[-2])
     for messages in outputs + script.sent:
         _check_pairs(messages)
+        _once(messages)
     _check_budget(outputs)
     assert sum(len(out) for out in outputs) / len(outputs) > 6  # a window, not just the turn
     assert _holds_instruction(script.sent[-1])
     assert _holds_instruction(outputs[-1])
+
+
+def test_a_200_turn_agent_through_an_over_budget_message_a_flush_and_a_dynamic_prompt(
+    server: Server,
+) -> None:
+    """A message over the whole budget at turn 51 (sent as the current turn, then kept in
+    the cold tier: no OverBudget), the server flushed at turn 120 (the processor stores
+    again what the run's history holds) and a system prompt rendered anew on every run
+    (the first request keeps its id: no message is stored or sent twice)."""
+    url = f"redis://127.0.0.1:{server.port}"
+
+    async def run() -> tuple[Script, list[History]]:
+        memevict = MemevictHistory("pa-200-events", url=url, max_tokens=BUDGET)
+        flusher = redis.asyncio.Redis.from_url(url)
+        outputs: list[History] = []
+
+        async def recording(messages: History) -> History:
+            out = await memevict(messages)
+            outputs.append(out)
+            return out
+
+        try:
+            await memevict.clear_session()
+            script = Script()
+            agent = _agent(script, recording, system_prompt=["You are a clerk."], dynamic=True)
+            await _converse(agent, flush=flusher.flushdb)
+            return script, outputs
+        finally:
+            await memevict.aclose()
+            await flusher.aclose()
+
+    script, outputs = asyncio.run(run())
+    for messages in outputs + script.sent:
+        _check_pairs(messages)
+        _once(messages)
+    _check_budget(outputs)
+    huge = next(i for i, sent in enumerate(script.sent) if _user(HUGE_AT) in _prompts(sent[-1]))
+    assert _holds_instruction(script.sent[huge + 1])  # it evicted nothing
+    assert not any(_user(HUGE_AT) in _prompts(m) for m in script.sent[huge + 1])  # cold
+    after = next(i for i, s in enumerate(script.sent) if f"turn {FLUSH_AT + 1}" in str(s[-1]))
+    assert _holds_instruction(script.sent[after])  # stored again after the flush
+    assert _holds_instruction(script.sent[-1])
+    # every run sends the system prompt of that run, once: no stale ones
+    for sent in script.sent:
+        prompts = [p.content for m in sent for p in m.parts if isinstance(p, SystemPromptPart)]
+        assert len(prompts) == 2 and prompts[0] == "You are a clerk.", prompts
 
     fifo_script, fifo_processor = Script(), Recorder(fifo(BUDGET))
     agent = _agent(fifo_script, fifo_processor, instructions="You are a clerk.")

@@ -53,8 +53,12 @@ def close_client(client: SyncClient) -> None:
 
 def async_client_from_url(url: str) -> redis.asyncio.Redis:
     """An asyncio client of ``url`` on a BlockingConnectionPool of its own,
-    which closing the client closes; nothing is sent yet (see async_routed)."""
-    pool = redis.asyncio.BlockingConnectionPool.from_url(url, max_connections=ASYNC_MAX_CONNECTIONS)
+    which closing the client closes; nothing is sent yet (see async_routed).
+    A coroutine waits for a free connection as long as it takes (timeout=None):
+    redis-py's default of 20 s raises ConnectionError under hundreds of sessions."""
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=ASYNC_MAX_CONNECTIONS, timeout=None
+    )
     return redis.asyncio.Redis.from_pool(pool)
 
 

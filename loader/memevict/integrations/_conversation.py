@@ -34,6 +34,7 @@ TokenCounter = Callable[[str], int]
 log = logging.getLogger("memevict.integrations")
 
 MAX_TOKENS = 8000  # the adapters' default budget
+RECENT = 4  # the messages before the current turn sent whatever their rank, while they fit
 # The hot tier is bounded by tokens; this only keeps a count bound out of the way.
 MAX_HOT = 100_000
 # Recency's half-life, in memories remembered in the conversation (see RESULTS.md:
@@ -152,6 +153,24 @@ def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
         yield items[start : start + MAX_BATCH]
 
 
+def recent_of(entries: Sequence[Entry], n: int) -> list[Entry]:
+    """The last ``n`` of ``entries`` (the messages before the current turn, oldest first),
+    with the other members of their groups among ``entries``: what was just said."""
+    last = entries[max(0, len(entries) - n) :] if n > 0 else []
+    groups = {e.group for e in last if e.group is not None}
+    first = len(entries) - len(last)
+    return [e for i, e in enumerate(entries) if i >= first or (e.group in groups)]
+
+
+def _units(entries: Sequence[Entry]) -> list[list[Entry]]:
+    """``entries`` as units that go together (a group whole), by their newest member."""
+    units: dict[str, list[Entry]] = {}
+    for e in entries:
+        unit = units.pop(e.group if e.group is not None else f"\0{e.id}", [])
+        units[e.group if e.group is not None else f"\0{e.id}"] = [*unit, e]
+    return list(units.values())
+
+
 def _compose(window: Window | None, tail: Sequence[Entry]) -> list[tuple[str, str]]:
     """The window's (id, text) in time order, then the current turn's (newer than all)."""
     mine = {e.id for e in tail}
@@ -246,12 +265,25 @@ class _Base(Generic[StoreT]):
             group=entry.group,
         )
 
-    def _budget(self, tail: Sequence[Entry]) -> int | None:
-        """What is left of max_tokens for history once the current turn is in the prompt
-        (0 or less: no room); None without a budget (max_tokens 0)."""
-        if self.max_tokens == 0:
-            return None
-        return self.max_tokens - sum(self.count_tokens(e.message.text) for e in tail)
+    def _cost(self, entries: Iterable[Entry]) -> int:
+        return sum(self.count_tokens(e.message.text) for e in entries)
+
+    def _first(
+        self, tail: Sequence[Entry], recent: Sequence[Entry]
+    ) -> tuple[list[Entry], int | None]:
+        """What is sent whatever the ranks: the current turn ``tail`` (always) after the
+        ``recent`` entries that fit, newest first, a group whole or not at all; and what
+        is left of max_tokens for the window (0 or less: no room; None: no budget)."""
+        left = None if self.max_tokens == 0 else self.max_tokens - self._cost(tail)
+        mine = {e.id for e in tail}
+        kept: list[Entry] = []
+        for unit in reversed(_units([e for e in recent if e.id not in mine])):
+            cost = self._cost(unit)
+            if left is not None and cost > left:
+                break
+            kept[:0] = unit
+            left = None if left is None else left - cost
+        return kept + [e for e in tail], left
 
     def _lost(self, window: Window) -> bool:
         """Whether the namespace was created again since the last window (its keys lost):
@@ -307,30 +339,35 @@ class Conversation(_Base[MemoryStore]):
             self._settled = False
         return window, lost
 
-    def window(self, tail: Sequence[Entry] = ()) -> list[tuple[str, str]]:
+    def window(
+        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
+    ) -> list[tuple[str, str]]:
         """The prompt's items as (id, stored text), in time order: the window of the hot
-        tier within what ``tail`` (the current turn, always sent) leaves of max_tokens."""
+        tier within what ``tail`` (the current turn, always sent) and the ``recent``
+        entries that fit (what was just said, newest first) leave of max_tokens."""
         self.settle()
-        budget = self._budget(tail)
+        first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
-            return _compose(None, tail)
-        return _compose(self._window(budget)[0], tail)
+            return _compose(None, first)
+        return _compose(self._window(budget)[0], first)
 
     def turn(
         self,
         history: Sequence[Entry],
         tail: Sequence[Entry],
         *,
+        recent: Sequence[Entry] = (),
         again: Callable[[], Sequence[Entry]] | None = None,
     ) -> list[tuple[str, str]]:
         """One model call: remembers the new ``history``, reads the window for the current
-        turn ``tail``, then remembers the turn (after the window is read, so that it does
-        not take the history's room in it). Returns :meth:`window`'s answer. If the
+        turn ``tail`` and the ``recent`` entries, then remembers the turn (after the window
+        is read, so that it does not take the history's room in it). Returns
+        :meth:`window`'s answer. If the
         namespace turns out to have been lost, the whole history (``again()``, if
         ``history`` holds only what was new) is remembered again and the window read
         again: nothing the framework still holds is lost for good."""
         self.add(history, only_new=True)
-        budget = self._budget(tail)
+        first, budget = self._first(tail, recent)
         window = None
         if budget is None or budget > 0:
             window, lost = self._window(budget)
@@ -338,7 +375,7 @@ class Conversation(_Base[MemoryStore]):
                 self.add(history if again is None else again(), only_new=True)
                 window, _ = self._window(budget)
         self.add(tail, only_new=True)
-        return _compose(window, tail)
+        return _compose(window, first)
 
 
 class AsyncConversation(_Base[AsyncMemoryStore]):
@@ -372,24 +409,27 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             self._settled = False
         return window, lost
 
-    async def window(self, tail: Sequence[Entry] = ()) -> list[tuple[str, str]]:
+    async def window(
+        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
+    ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.window`."""
         await self.settle()
-        budget = self._budget(tail)
+        first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
-            return _compose(None, tail)
-        return _compose((await self._window(budget))[0], tail)
+            return _compose(None, first)
+        return _compose((await self._window(budget))[0], first)
 
     async def turn(
         self,
         history: Sequence[Entry],
         tail: Sequence[Entry],
         *,
+        recent: Sequence[Entry] = (),
         again: Callable[[], Sequence[Entry]] | None = None,
     ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.turn`."""
         await self.add(history, only_new=True)
-        budget = self._budget(tail)
+        first, budget = self._first(tail, recent)
         window = None
         if budget is None or budget > 0:
             window, lost = await self._window(budget)
@@ -397,4 +437,4 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
                 await self.add(history if again is None else again(), only_new=True)
                 window, _ = await self._window(budget)
         await self.add(tail, only_new=True)
-        return _compose(window, tail)
+        return _compose(window, first)

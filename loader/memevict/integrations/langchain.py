@@ -87,6 +87,7 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECENT,
     AsyncConversation,
     Conversation,
     Entry,
@@ -95,6 +96,7 @@ from memevict.integrations._conversation import (
     approx_tokens,
     conversation_policy,
     namespace_for,
+    recent_of,
 )
 from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
@@ -170,11 +172,12 @@ def group_of(ai_id: str) -> str:
 
 
 def entries_of(
-    messages: Sequence[M], known: Container[str] = ()
+    messages: Sequence[M], known: Container[str] = (), recent: int = 1
 ) -> tuple[list[Entry], dict[str, M]]:
     """The entries of ``messages`` in order, and the message of each id (of messages with
     the same id, the last). A message whose id is ``known`` (remembered already) gets no
-    entry, unless it is of the current turn: only the new and the current are serialized."""
+    entry, unless it is of the current turn or of the last ``recent``: only the new,
+    the recent and the current are serialized."""
     ids = [id_of(m) for m in messages]
     call_group: dict[str, str] = {}  # tool_call_id -> the group of its AI message
     for message, id in zip(messages, ids, strict=True):
@@ -197,7 +200,7 @@ def entries_of(
         Entry(id, text_of(message), message_of(message), group)
         for i, (message, id, group) in enumerate(zip(messages, ids, groups, strict=True))
         if at[id] == i
-        and (id not in known or i == len(messages) - 1 or (current and group == current))
+        and (id not in known or i >= len(messages) - recent or (current and group == current))
     ]
     return entries, by_id
 
@@ -296,7 +299,9 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     ``redis.asyncio`` one for ``ainvoke``, shared by any number of middlewares and
     threads) or ``store`` (a :class:`~memevict.MemoryStore` or
     :class:`~memevict.aio.AsyncMemoryStore`: its namespace, for every thread).
-    ``max_tokens`` is the budget of the messages sent (0: none); it and any other Policy
+    ``max_tokens`` is the budget of the messages sent (0: none), in which the ``recent``
+    messages before the current turn are sent whatever their rank (while they fit, a
+    tool call and its results whole); it and any other Policy
     field given in ``policy`` are applied to a namespace whose stored policy differs.
     ``labeler``, ``count_tokens`` and ``pin_at`` as for
     :class:`~memevict.integrations._conversation.Conversation`."""
@@ -313,9 +318,11 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
+        recent: int = RECENT,
         **policy: float | int | str,
     ) -> None:
         super().__init__()
+        self.recent = recent
         given = [n for n, v in (("url", url), ("client", client), ("store", store)) if v]
         if len(given) != 1:
             raise BadArgument(f"give MemevictMiddleware one of url, client or store, got {given}")
@@ -469,11 +476,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         if not request.messages:
             return handler(request)
         conversation = self.conversation(self.namespace_of(request))
-        entries, by_id = entries_of(request.messages, conversation.known)
+        entries, by_id = entries_of(request.messages, conversation.known, self.recent + 1)
         tail = current_turn(entries)
         window = conversation.turn(
             _history(entries, tail),
             tail,
+            recent=recent_of(_history(entries, tail), self.recent),
             again=lambda: _history(entries_of(request.messages)[0], tail),
         )
         messages = _sent(window, tail, by_id)
@@ -488,11 +496,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         if not request.messages:
             return await handler(request)
         conversation = await self.aconversation(self.namespace_of(request))
-        entries, by_id = entries_of(request.messages, conversation.known)
+        entries, by_id = entries_of(request.messages, conversation.known, self.recent + 1)
         tail = current_turn(entries)
         window = await conversation.turn(
             _history(entries, tail),
             tail,
+            recent=recent_of(_history(entries, tail), self.recent),
             again=lambda: _history(entries_of(request.messages)[0], tail),
         )
         messages = _sent(window, tail, by_id)

@@ -33,6 +33,7 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECENT,
     AsyncConversation,
     Entry,
     TokenCounter,
@@ -40,10 +41,12 @@ from memevict.integrations._conversation import (
     conversation_policy,
     namespace_for,
     open_async_store,
+    recent_of,
 )
 from memevict.registry import AsyncClient
 
 Item = dict[str, Any]  # the SDK's TResponseInputItem, a TypedDict
+_GROUP_ROOM = 32  # entries kept past ``recent``, for the rest of their groups
 
 
 def _text_of(value: object) -> str:
@@ -146,7 +149,9 @@ class MemevictSession:
     another). Give it one of ``url`` (a single server or a cluster node; the session owns
     that client: :meth:`close`), ``client`` (a ``redis.asyncio`` client, shared by any
     number of sessions) or ``store`` (an :class:`~memevict.aio.AsyncMemoryStore`, whose
-    namespace it uses). ``max_tokens`` is the history's token budget (0: none); it and
+    namespace it uses). ``max_tokens`` is the history's token budget (0: none), in which
+    the ``recent`` items this session added last are sent whatever their rank (while they
+    fit, a group whole); it and
     any other Policy field given in ``policy`` are applied to the namespace when its
     stored policy differs. ``MemevictSession.from_url(session_id, url, ...)`` is the
     same as ``url=``."""
@@ -163,6 +168,7 @@ class MemevictSession:
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
+        recent: int = RECENT,
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
@@ -186,6 +192,8 @@ class MemevictSession:
             pin_at=pin_at,
         )
         self._open_group: str | None = None
+        self.recent = recent
+        self._added: list[Entry] = []  # the newest entries this session added (their groups)
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **kwargs: Any) -> MemevictSession:
@@ -195,7 +203,8 @@ class MemevictSession:
     async def get_items(self, limit: int | None = None) -> list[Item]:
         """The window in time order (its last ``limit`` items), with no tool call cut from
         its output nor reasoning item from the item after it."""
-        items = [json.loads(text) for _, text in await self.conversation.window()]
+        recent = recent_of(self._added, self.recent)
+        items = [json.loads(text) for _, text in await self.conversation.window(recent=recent)]
         return whole_calls(items) if limit is None else whole_tail(items, limit)
 
     async def add_items(self, items: list[Item]) -> None:
@@ -205,6 +214,7 @@ class MemevictSession:
             return
         entries, self._open_group = entries_of(items, self._open_group)
         await self.conversation.add(entries)
+        self._added = [*self._added, *entries][-(self.recent + _GROUP_ROOM) :]
 
     async def pop_item(self) -> Item | None:
         """Removes and returns the newest item of the window (its group keeps the rest)."""
@@ -220,12 +230,13 @@ class MemevictSession:
             )
         with contextlib.suppress(NotFound):  # (forgotten meanwhile by another worker)
             await self.store.forget(id)
+        self._added = [e for e in self._added if e.id != id]
         return dict(json.loads(text))
 
     async def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         await self.store.drop()
-        self._open_group = None
+        self._open_group, self._added = None, []
 
     async def close(self) -> None:
         """Closes the client if the session made it (from ``url``)."""

@@ -85,6 +85,7 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECENT,
     AsyncConversation,
     Conversation,
     Entry,
@@ -95,6 +96,7 @@ from memevict.integrations._conversation import (
     namespace_for,
     open_async_store,
     open_store,
+    recent_of,
 )
 from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
@@ -369,9 +371,11 @@ class _Base(Generic[StoreT]):
         labeler: Labeler,
         count_tokens: TokenCounter,
         pin_at: float,
+        recent: int,
         policy: dict[str, float | int | str],
     ) -> None:
         self.session_id = session_id
+        self.recent = recent
         self.store: StoreT = store
         self.namespace = store.namespace
         # What the conversation is made of (again by clear_session).
@@ -383,6 +387,10 @@ class _Base(Generic[StoreT]):
             "pin_at": pin_at,
         }
         self._order, self._requests = _Order(), _Requests()
+
+    def _recent(self, turn: _Turn) -> list[Entry]:
+        always = {e.id for e in turn.always}
+        return recent_of([e for e in turn.entries if e.id not in always], self.recent)
 
     def _turn(self, messages: Sequence[ModelMessage]) -> _Turn:
         """The entries of a history whose merged requests were split (their parts looked up)."""
@@ -410,7 +418,9 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     the namespace is ``pydantic-ai:<session_id>`` (hashed where the id has characters a
     namespace cannot take) unless ``namespace`` names one. ``max_tokens`` is the token
     budget of what the model is sent (0: none; the current turn is sent even when it alone
-    exceeds it); it and any other Policy field given in ``policy`` are applied to the
+    exceeds it), in which the ``recent`` messages before it are sent whatever their rank
+    (while they fit, a group whole); it and any other Policy field given in ``policy``
+    are applied to the
     namespace when its stored policy differs."""
 
     def __init__(
@@ -425,6 +435,7 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
+        recent: int = RECENT,
         **policy: float | int | str,
     ) -> None:
         opened = open_async_store(
@@ -435,7 +446,9 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
             client=client,
             store=store,
         )
-        super().__init__(opened, session_id, max_tokens, labeler, count_tokens, pin_at, policy)
+        super().__init__(
+            opened, session_id, max_tokens, labeler, count_tokens, pin_at, recent, policy
+        )
         self.conversation = AsyncConversation(self.store, **self._settings)
 
     @classmethod
@@ -451,7 +464,9 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
             memory = await self.store.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
-        window = await self.conversation.turn(_history(turn), turn.always)
+        window = await self.conversation.turn(
+            _history(turn), turn.always, recent=self._recent(turn)
+        )
         return self._order.output(turn, window)
 
     async def clear_session(self) -> None:
@@ -481,6 +496,7 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         labeler: Labeler = rules,
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
+        recent: int = RECENT,
         **policy: float | int | str,
     ) -> None:
         opened = open_store(
@@ -491,7 +507,9 @@ class SyncMemevictHistory(_Base[MemoryStore]):
             client=client,
             store=store,
         )
-        super().__init__(opened, session_id, max_tokens, labeler, count_tokens, pin_at, policy)
+        super().__init__(
+            opened, session_id, max_tokens, labeler, count_tokens, pin_at, recent, policy
+        )
         self.conversation = Conversation(self.store, **self._settings)
 
     @classmethod
@@ -507,7 +525,8 @@ class SyncMemevictHistory(_Base[MemoryStore]):
             memory = self.store.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
-        return self._order.output(turn, self.conversation.turn(_history(turn), turn.always))
+        window = self.conversation.turn(_history(turn), turn.always, recent=self._recent(turn))
+        return self._order.output(turn, window)
 
     def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
