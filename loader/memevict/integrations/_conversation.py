@@ -171,11 +171,12 @@ def _units(entries: Sequence[Entry]) -> list[list[Entry]]:
     return list(units.values())
 
 
-def _compose(window: Window | None, tail: Sequence[Entry]) -> list[tuple[str, str]]:
-    """The window's (id, text) in time order, then the current turn's (newer than all)."""
-    mine = {e.id for e in tail}
-    history = [] if window is None else [(m.id, m.text or "") for m in window if m.id not in mine]
-    return history + [(e.id, e.text) for e in tail]
+def _compose(window: Window | None, first: Sequence[Entry]) -> list[tuple[str, str]]:
+    """The window's (id, text) in the order first remembered, then those of ``first`` (the
+    recent entries and the current turn, newer than the rest) that it does not hold."""
+    history = [] if window is None else [(m.id, m.text or "") for m in window]
+    held = {id for id, _ in history}
+    return history + [(e.id, e.text) for e in first if e.id not in held]
 
 
 class _Known:

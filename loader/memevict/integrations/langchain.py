@@ -358,9 +358,10 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
 
     def namespace_of(self, request: ModelRequest[ContextT]) -> str:
         """The namespace of the request's thread."""
-        return self._namespace(thread_id_of(request))
+        return self.thread_namespace(thread_id_of(request))
 
-    def _namespace(self, thread_id: str | None) -> str:
+    def thread_namespace(self, thread_id: str | None) -> str:
+        """The namespace of a thread (of the session, with ``session_id`` or ``namespace``)."""
         if self.namespace is not None:
             return self.namespace
         return DEFAULT_NAMESPACE if thread_id is None else namespace_for("langchain", thread_id)
@@ -438,14 +439,14 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     def clear_session(self, thread_id: str | None = None) -> None:
         """Deletes the namespace of ``thread_id`` (of the session, with ``session_id`` or
         ``namespace``), cold tier included. The graph state is the checkpointer's."""
-        namespace = self._namespace(thread_id)
+        namespace = self.thread_namespace(thread_id)
         self.conversation(namespace).store.drop()
         with self._lock:
             self._conversations.drop(namespace)
 
     async def aclear_session(self, thread_id: str | None = None) -> None:
         """See :meth:`clear_session`."""
-        namespace = self._namespace(thread_id)
+        namespace = self.thread_namespace(thread_id)
         await (await self.aconversation(namespace)).store.drop()
         self._async_conversations.drop(namespace)
 

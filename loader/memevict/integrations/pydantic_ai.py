@@ -330,17 +330,22 @@ class _Order:
 
     def output(self, turn: _Turn, window: list[tuple[str, str]]) -> list[ModelMessage]:
         """The window's messages in time order: the messages given to the processor as
-        they are (the same objects), the others read back from their stored text. One
-        this process has not seen (stored by another processor of the session) keeps its
-        place in the window's order (the order first remembered) after the one before it."""
+        they are (the same objects), the others read back from their stored text. By
+        their timestamps where all have one (another processor of the session may have
+        stored some in between); else one this process has not seen keeps its place in
+        the window's order (the order first remembered) after the one before it."""
+        messages = [turn.given[id] if id in turn.given else _read(text) for id, text in window]
+        times = [m.timestamp for m in messages]
+        if all(t is not None for t in times):
+            at = {id(m): t.timestamp() for m, t in zip(messages, times, strict=True) if t}
+            return sorted(messages, key=lambda m: at[id(m)])
         placed: list[tuple[int, int, ModelMessage]] = []
         anchor = -1
-        for at, (id, text) in enumerate(window):
-            seen = self._seq.get(id)
+        for at_, ((key, _), message) in enumerate(zip(window, messages, strict=True)):
+            seen = self._seq.get(key)
             if seen is not None:
                 anchor = seen
-            message = turn.given[id] if id in turn.given else _read(text)
-            placed.append((anchor, at if seen is None else -1, message))
+            placed.append((anchor, at_ if seen is None else -1, message))
         placed.sort(key=lambda p: (p[0], p[1]))
         return [m for _, _, m in placed]
 
