@@ -342,3 +342,35 @@ def test_a_request_keeps_its_id_when_its_system_prompt_changes() -> None:
     one = ModelRequest([SystemPromptPart("run 1", dynamic_ref="clock"), user])
     two = ModelRequest([SystemPromptPart("run 2", dynamic_ref="clock"), user])
     assert message_id(one) == message_id(two) == message_id(ModelRequest([user]))
+
+
+# ---------------------------------------------------------------------------
+# Item 12: an answer kept is kept with its question
+
+
+def test_a_question_is_kept_with_its_answer(server: Server) -> None:
+    """The question is context (3), its answer business data (7): the question takes the
+    answer's importance, so 30 turns of chatter later both are sent, or neither."""
+    answer = "Your order total is $1,200, due on June 12."
+    replies = iter([AIMessage(answer, id="a1")] + [AIMessage(f"ok {n}") for n in range(40)])
+    middleware = MemevictMiddleware(url=_url(server), max_tokens=120)
+    agent = create_agent(
+        GenericFakeChatModel(messages=replies),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    thread = {"configurable": {"thread_id": "asked"}}
+    try:
+        middleware.clear_session("asked")
+        question = "What is the total of the order I placed?"
+        agent.invoke({"messages": [HumanMessage(question, id="q1")]}, thread)
+        for n in range(30):
+            agent.invoke({"messages": [HumanMessage(f"fine, go on with item {n}")]}, thread)
+        conversation = middleware.conversation(middleware.thread_namespace("asked"))
+        asked = conversation.store.get("q1")
+        assert asked is not None and asked.importance == 7.0  # the answer's
+        texts = [text for _, text in conversation.window()]
+        assert any(answer in t for t in texts) and any(question in t for t in texts)
+    finally:
+        middleware.clear_session("asked")
+        middleware.close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from memevict.aio import AsyncMemoryStore
@@ -225,6 +225,7 @@ class _Base(Generic[StoreT]):
         self._settled = False
         self._known = _Known()
         self._epoch: int | None = None  # of the namespace, as the last window saw it
+        self._asked: Item | None = None  # the latest user message, as last remembered
 
     @property
     def known(self) -> Container[str]:
@@ -265,6 +266,26 @@ class _Base(Generic[StoreT]):
             tokens=tokens,
             group=entry.group,
         )
+
+    def _items(self, entries: Sequence[Entry], importances: Sequence[float]) -> list[Item]:
+        """The memories of ``entries``. A user's message takes the importance of what
+        answers it (the items after it, up to the next user message) where that is
+        higher, so that an answer kept is not kept without its question: in the same
+        call, or by remembering the question again (with its text) before the answer."""
+        items = [self._item(e, i) for e, i in zip(entries, importances, strict=True)]
+        out: list[Item] = []
+        for entry, item in zip(entries, items, strict=True):
+            asked = self._asked
+            if entry.message.role == "user":
+                self._asked = item if item.importance != OVER_BUDGET_IMPORTANCE else None
+            elif asked is not None and item.importance > asked.importance:
+                self._asked = replace(asked, importance=item.importance)
+                if asked in out:  # (asked in this call: remembered once, lifted)
+                    out[out.index(asked)] = self._asked
+                else:
+                    out.append(self._asked)
+            out.append(item)
+        return out
 
     def _cost(self, entries: Iterable[Entry]) -> int:
         return sum(self.count_tokens(e.message.text) for e in entries)
@@ -327,7 +348,7 @@ class Conversation(_Base[MemoryStore]):
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if self.store.get(e.id)})
-        items = [self._item(e, importance_of(self.labeler, e.message)) for e in entries]
+        items = self._items(entries, [importance_of(self.labeler, e.message) for e in entries])
         for batch in _batches(items):
             self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
@@ -397,7 +418,8 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if await self.store.get(e.id)})
-        items = [self._item(e, await aimportance_of(self.labeler, e.message)) for e in entries]
+        importances = [await aimportance_of(self.labeler, e.message) for e in entries]
+        items = self._items(entries, importances)
         for batch in _batches(items):
             await self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
