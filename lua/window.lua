@@ -7,12 +7,11 @@
 -- member); one that does not fit in what is left is skipped and smaller
 -- ones below it may still fit. Without a budget: every hot memory.
 -- The call's work is bounded: with a budget, by what it returns (at most
--- budget memories, as each costs at least a token) and by 500 candidates
--- examined that were not taken (too big for what is left, or their group
--- is); no count of memories cuts a window below its budget while a hot
--- memory that fits remains before that. Without a budget, at most 400
--- memories are returned and 1,000 candidates examined: past that, the
--- highest-ranked. Read-only.
+-- budget memories, as each costs at least a token) and by 100 candidates
+-- in a row not taken (too big for what is left, or their group is), after
+-- which it stops; no count of memories cuts a window below its budget.
+-- Without a budget, at most 400 memories are returned and 1,000 candidates
+-- examined: past that, the highest-ranked. Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
@@ -47,8 +46,8 @@ now = namespace_now(now, st)
 
 local CHUNK = 100
 -- Without a budget: at most MAX_WINDOW memories of MAX_SEEN candidates. With
--- one: at most MAX_MISSES candidates not taken.
-local MAX_WINDOW, MAX_SEEN, MAX_MISSES = 400, 1000, 500
+-- one: until MAX_MISSES candidates in a row were not taken.
+local MAX_WINDOW, MAX_SEEN, MAX_MISSES = 400, 1000, 100
 local counted = budget == math.huge
 
 -- A stream of candidates, highest first: each decaying index read CHUNK at
@@ -132,6 +131,7 @@ local function take(m, score)
   chosen[m.id] = true
   left = left - m.tokens
   total = total + m.tokens
+  misses = 0
 end
 
 while left > 0 and misses < MAX_MISSES do
@@ -146,7 +146,7 @@ while left > 0 and misses < MAX_MISSES do
   elseif decided[m.group] then misses = misses + 1 -- (its group did not fit)
   else
     decided[m.group] = true
-    misses = misses + 1 -- (undone below if the group is taken)
+    misses = misses + 1 -- (0 again if the group is taken)
     -- A group costs at least this member: one over what is left cannot fit.
     if m.tokens <= left then
       local ids = members_of(m.group)
@@ -161,7 +161,6 @@ while left > 0 and misses < MAX_MISSES do
         end
       end
       if cost <= left and not (counted and #taken + #members > MAX_WINDOW) then
-        misses = misses - 1
         for _, x in ipairs(members) do
           take(x, x.id == m.id and m.score or reported(x, ln_score(x, now, p, st), p))
         end
@@ -178,7 +177,11 @@ table.sort(taken, function(a, b)
 end)
 local ids = {}
 for i, m in ipairs(taken) do ids[i] = m.id end
-local texts = #ids > 0 and rcall('HMGET', KEY.text, unpack(ids)) or {}
+local texts = {}
+for i = 1, #ids, 1000 do -- (unpack takes at most ~8,000 values)
+  local chunk = rcall('HMGET', KEY.text, unpack(ids, i, math.min(i + 999, #ids)))
+  for j = 1, #chunk do texts[i + j - 1] = chunk[j] end
+end
 local out = {}
 local imps = {}
 for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end

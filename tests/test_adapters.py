@@ -33,7 +33,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from memevict import AsyncMemoryStore, MemoryStore
 from memevict.clients import async_client_from_url
 from memevict.errors import BadArgument
-from memevict.integrations._conversation import approx_tokens
+from memevict.integrations._conversation import ASKED_BELOW, approx_tokens
 from memevict.integrations.langchain import MemevictMiddleware
 from memevict.integrations.openai_agents import MemevictSession, whole_tail
 from memevict.integrations.pydantic_ai import MemevictHistory, SyncMemevictHistory
@@ -350,7 +350,8 @@ def test_a_request_keeps_its_id_when_its_system_prompt_changes() -> None:
 
 def test_a_question_is_kept_with_its_answer(server: Server) -> None:
     """The question is context (3), its answer business data (7): the question takes the
-    answer's importance, so 30 turns of chatter later both are sent, or neither."""
+    answer's importance less ASKED_BELOW (5), above the chatter (context, 3) that follows,
+    so 30 turns of chatter later both are sent."""
     answer = "Your order total is $1,200, due on June 12."
     replies = iter([AIMessage(answer, id="a1")] + [AIMessage(f"ok {n}") for n in range(40)])
     middleware = MemevictMiddleware(url=_url(server), max_tokens=120)
@@ -368,7 +369,7 @@ def test_a_question_is_kept_with_its_answer(server: Server) -> None:
             agent.invoke({"messages": [HumanMessage(f"fine, go on with item {n}")]}, thread)
         conversation = middleware.conversation(middleware.thread_namespace("asked"))
         asked = conversation.store.get("q1")
-        assert asked is not None and asked.importance == 7.0  # the answer's
+        assert asked is not None and asked.importance == 7.0 - ASKED_BELOW  # above chatter
         texts = [text for _, text in conversation.window()]
         assert any(answer in t for t in texts) and any(question in t for t in texts)
     finally:

@@ -428,3 +428,17 @@ def test_lowering_cold_max_drops_whole_groups_in_bounded_steps(
     # whole groups go, so the tier ends at or below cold_max, with whole groups
     left = [m.decode() for m in client.zrange(cold, 0, -1)]
     assert len(left) <= 5 and len(left) % 10 == 0
+
+
+def test_a_budgeted_window_of_over_8000_memories(make_store: StoreFactory) -> None:
+    """Lua's unpack takes at most ~8,000 values: the texts of a larger window are read in
+    parts (this failed with 'too many results to unpack')."""
+    store = make_store(max_hot=20_000, protect_s=0)
+    for start in range(0, 9000, 100):
+        store.remember_many(
+            [Item(f"m{i}", 1.0, text=f"t{i}", tokens=1) for i in range(start, start + 100)],
+            now=T0,
+        )
+    window = store.window(tokens=9000, now=T0)
+    assert len(window) == 9000 and window.tokens == 9000
+    assert [m.text for m in window][8990:] == [f"t{i}" for i in range(8990, 9000)]

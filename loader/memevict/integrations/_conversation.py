@@ -39,7 +39,10 @@ RECENT = 4  # the messages before the current turn sent whatever their rank, whi
 MAX_HOT = 100_000
 # Recency's half-life, in memories remembered in the conversation (see RESULTS.md:
 # coverage on real conversations rises with it; the current turn is always sent).
-HALF_LIFE_MEMORIES = 200.0
+HALF_LIFE_MEMORIES = 2000.0
+# A user's message ranks this far below what answers it, at least (see _items): up to
+# the answer's importance, the questions take budget the answers need (RESULTS.md).
+ASKED_BELOW = 2.0
 PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIES)
 # An item over the whole budget is remembered at this importance, alone, so that it goes
 # straight to the cold tier (recallable) without evicting anything else.
@@ -269,17 +272,18 @@ class _Base(Generic[StoreT]):
 
     def _items(self, entries: Sequence[Entry], importances: Sequence[float]) -> list[Item]:
         """The memories of ``entries``. A user's message takes the importance of what
-        answers it (the items after it, up to the next user message) where that is
-        higher, so that an answer kept is not kept without its question: in the same
-        call, or by remembering the question again (with its text) before the answer."""
+        answers it (the items after it, up to the next user message) less ASKED_BELOW
+        where that is higher, so that an answer kept is seldom kept without its
+        question: in the same call, or by remembering the question again (with its
+        text) before the answer."""
         items = [self._item(e, i) for e, i in zip(entries, importances, strict=True)]
         out: list[Item] = []
         for entry, item in zip(entries, items, strict=True):
             asked = self._asked
             if entry.message.role == "user":
                 self._asked = item if item.importance != OVER_BUDGET_IMPORTANCE else None
-            elif asked is not None and item.importance > asked.importance:
-                self._asked = replace(asked, importance=item.importance)
+            elif asked is not None and item.importance - ASKED_BELOW > asked.importance:
+                self._asked = replace(asked, importance=item.importance - ASKED_BELOW)
                 if asked in out:  # (asked in this call: remembered once, lifted)
                     out[out.index(asked)] = self._asked
                 else:
