@@ -55,7 +55,7 @@ def test_every_python_block_runs_as_written(
     if "importance_of(rules, message)" in block:  # the labeler block stored its message
         memory = MemoryStore(client, "agent-42").get("m-17")
         assert memory is not None and memory.importance == CATEGORIES["instruction"]
-    if "asyncio.gather" in block:  # 1,000 sessions through the documented pool
+    if "agent_session(store, n)" in block:  # 1,000 sessions through the documented pool
         stats = MemoryStore(client, "agent-42").stats()
         assert stats.hot + stats.cold == 1000  # every session's memory landed
 
