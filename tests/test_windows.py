@@ -442,3 +442,20 @@ def test_a_budgeted_window_of_over_8000_memories(make_store: StoreFactory) -> No
     window = store.window(tokens=9000, now=T0)
     assert len(window) == 9000 and window.tokens == 9000
     assert [m.text for m in window][8990:] == [f"t{i}" for i in range(8990, 9000)]
+
+
+def test_the_window_tells_a_namespace_created_again(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """epoch: the ms the namespace's state began; the same until its keys are lost."""
+    before = int(time.time() * 1000)
+    store = make_store(protect_s=0)  # (configured at the server's clock)
+    store.remember("a", 1.0, now=T0)
+    first = store.window(now=T0 + S)
+    assert before - 5000 <= first.epoch <= int(time.time() * 1000) + 5000
+    assert store.window(tokens=5, now=T0 + 2 * S).epoch == first.epoch
+    time.sleep(0.01)
+    client.flushdb()
+    store.remember("b", 1.0, now=T0 + 3 * S)  # configured again by this call
+    again = store.window(now=T0 + 4 * S)
+    assert again.epoch > first.epoch and [m.id for m in again] == ["b"]
