@@ -227,10 +227,11 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
 
 def test_reads_with_a_limit_never_split_parallel_calls(server: Server) -> None:
     """The SDK reads ``get_items(limit)`` with ``SessionSettings(limit=N)``: no input the
-    model gets has a call without its output or an output without its call."""
+    model gets has a call without its output or an output without its call (the 200-turn
+    conversation, parallel calls, the over-budget message and all, at limit 5)."""
     url = f"redis://127.0.0.1:{server.port}"
 
-    async def run(limit: int) -> ScriptedModel:
+    async def run(limit: int, turns: int) -> ScriptedModel:
         session = MemevictSession(
             f"agents-limit-{limit}",
             url=url,
@@ -239,12 +240,12 @@ def test_reads_with_a_limit_never_split_parallel_calls(server: Server) -> None:
         )
         try:
             await session.clear_session()
-            return await _converse(session, turns=30)
+            return await _converse(session, turns=turns)
         finally:
             await session.close()
 
-    for limit in (2, 3, 4, 5):
-        model = asyncio.run(run(limit))
+    for limit, turns in ((2, 30), (3, 30), (4, 30), (5, TURNS)):
+        model = asyncio.run(run(limit, turns))
         for sent in model.inputs:
             _check_pairs(sent)
         assert any(len(sent) > 2 for sent in model.inputs)
