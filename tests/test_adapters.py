@@ -375,3 +375,35 @@ def test_a_question_is_kept_with_its_answer(server: Server) -> None:
     finally:
         middleware.clear_session("asked")
         middleware.close()
+
+
+# ---------------------------------------------------------------------------
+# What was just said is sent, whatever its rank
+
+
+def test_what_was_said_two_turns_ago_is_sent(server: Server) -> None:
+    """Facts (business data, 7) and chatter (1-3) alternate under a small budget: every
+    call still sends the previous exchange, the lowest-ranked messages of all."""
+    sent: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(messages)
+        return ModelResponse([TextPart(f"ok {len(sent)}")])
+
+    history = SyncMemevictHistory.from_url("just-said", _url(server), max_tokens=80)
+    try:
+        history.clear_session()
+        agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(history)])
+        said = [
+            f"Invoice INV-{n} totals ${n}00, due on June {n}." if n % 2 else "ok"
+            for n in range(1, 41)
+        ]
+        result = agent.run_sync(said[0])
+        for n, text in enumerate(said[1:], start=1):
+            result = agent.run_sync(text, message_history=result.all_messages())
+            texts = [str(getattr(p, "content", "")) for m in sent[-1] for p in m.parts]
+            assert said[n - 1] in texts and f"ok {n}" in texts, (n, texts)
+        assert sum(len(s) for s in sent) / len(sent) > 4  # facts besides the recent ones
+    finally:
+        history.clear_session()
+        history.close()
