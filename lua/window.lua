@@ -71,12 +71,54 @@ end
 
 -- ln of a decaying index's memory is its key plus this (ln_decayed).
 local shift = st.decay - clock(now, p, st)
+
+-- The hot tier fits the budget (the adapters' usual case: max_tokens bounds
+-- it): every hot memory is taken, with no ranking. As many memories as the
+-- budget has tokens at most (each costs one at least), so the work stays
+-- bounded; state's tokens is checked against the memories' own.
+local function everything()
+  if budget == math.huge or st.tokens > budget then return nil end
+  local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+    typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+  if size > budget then return nil end
+  local all, sum = {}, 0
+  local function add(ids, lns)
+    for i = 1, #ids, 1000 do
+      local raws = rcall('HMGET', KEY.meta, unpack(ids, i, math.min(i + 999, #ids)))
+      for j = 1, #raws do
+        local k = i + j - 1
+        if raws[j] then
+          local c = lns and candidate(ids[k], raws[j], lns[k])
+          if not c then
+            local m = unpack_meta(ids[k], raws[j])
+            c = candidate(ids[k], raws[j], ln_score(m, now, p, st))
+          end
+          all[#all + 1], sum = c, sum + c.tokens
+        end
+      end
+    end
+  end
+  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
+    local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
+    local ids, lns = {}, {}
+    for i = 1, #entries, 2 do
+      ids[#ids + 1], lns[#lns + 1] = entries[i], tonumber(entries[i + 1]) + shift
+    end
+    add(ids, lns)
+  end
+  add(rcall('ZRANGE', KEY.wl, 0, -1), nil)
+  if sum > budget then return nil end -- (state's tokens was off: rank them)
+  return all, sum, size
+end
+
+local all, sum, hot_size = everything()
+
 local streams = {}
 for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
   streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
 end
 local wl = {index = false, items = {}, at = 1, done = true}
-local wl_ids = rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
+local wl_ids = all and {} or rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
 if #wl_ids > 0 then
   for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(wl_ids))) do
     if raw then
@@ -125,6 +167,7 @@ end
 
 local taken, chosen, decided = {}, {}, {}
 local left, seen, misses, total = budget, 0, 0, 0
+if all then taken, total, left = all, sum, 0 end
 local function take(m, score)
   m.score = score
   taken[#taken + 1] = m
@@ -185,6 +228,6 @@ end
 local out = {}
 local imps = {}
 for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end
-local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+local size = hot_size or typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
   typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
 return {out, total, size - #out, st.epoch}

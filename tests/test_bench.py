@@ -396,3 +396,27 @@ def test_the_window_parts_script_runs(server: Server) -> None:
         "choosing the memories",
     }, out
     assert int(parts["whole call"]) > 0 and int(parts["choosing the memories"]) > 0, out
+
+
+def test_the_parser_ab_script_runs(server: Server) -> None:
+    # benchmarks/parser_ab.py (RESULTS.md quotes it): pure-Python replies against hiredis
+    out = run_benchmark(
+        server, ["parser_ab.py", "URL", "--turns", "3", "--rounds", "2", "--warm", "5"]
+    )
+    rows = re.findall(
+        r"^  (openai|pydantic-ai) +python +(\d+) µs/turn \| hiredis +(\d+) µs/turn "
+        r"\| B / A paired (\d\.\d{3})",
+        out,
+        re.M,
+    )
+    assert [row[0] for row in rows] == ["openai", "pydantic-ai"], out
+    assert all(float(x) > 0 for row in rows for x in row[1:]), out
+
+
+def test_the_window_fits_script_runs(server: Server) -> None:
+    # benchmarks/window_fits.py (RESULTS.md quotes it): the same replies on both sides
+    out = run_benchmark(
+        server, ["window_fits.py", LUA, "URL", "--sizes", "300", "--rounds", "2", "--calls", "2"]
+    )
+    rows = re.findall(r"B / A paired (\d\.\d{3}) \| replies: (.*)$", out, re.M)
+    assert len(rows) == 2 and all(r[1] == "the same" and float(r[0]) > 0 for r in rows), out
