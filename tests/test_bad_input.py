@@ -161,6 +161,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
     "window": {"tokens": 10, "now": LATER},
+    "context": {"tokens": 10, "now": LATER},
     "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
     "drop": {},
     "close": {},
@@ -171,7 +172,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "now": LATER,
     },
 }
-READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy", "window", "scan", "close"}
+READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy", "window", "context", "scan", "close"}
 
 
 def public_methods() -> list[str]:

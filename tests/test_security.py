@@ -231,6 +231,8 @@ def reads(r: Run) -> None:
     assert r.s.stats().protected == 0  # the server clock is years past T0
     window = r.s.window(tokens=2, now=T0 + 300 * S)
     assert [m.id for m in window] == [r.id("w"), r.id("d")]  # the top two, in time order
+    context = r.s.context(tokens=2, now=T0 + 300 * S)
+    assert [(id, text) for id, text in context] == [(m.id, m.text) for m in window]
     page = r.s.scan("cold", 0, 100, now=T0 + 300 * S)
     cold = [
         r.id(x) for x in "abcdvw" if (m := r.s.get(r.id(x), now=T0 + 300 * S)) and m.tier == "cold"

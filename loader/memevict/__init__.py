@@ -35,7 +35,16 @@ from memevict.errors import (
 )
 from memevict.namespaces import Namespace, namespaces
 from memevict.policy import Policy
-from memevict.results import Batch, Evicted, Memory, Remembered, ScanPage, Stats, Window
+from memevict.results import (
+    Batch,
+    Context,
+    Evicted,
+    Memory,
+    Remembered,
+    ScanPage,
+    Stats,
+    Window,
+)
 from memevict.store import MemoryStore, ScriptRegistry
 
 __version__ = "0.1.0"
@@ -55,6 +64,7 @@ __all__ = [
     "BadTokens",
     "Batch",
     "Busy",
+    "Context",
     "Evicted",
     "GroupFull",
     "InvalidArgument",

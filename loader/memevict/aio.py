@@ -30,6 +30,7 @@ from memevict.policy import Policy
 from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Choice
 from memevict.results import (
     Batch,
+    Context,
     Evicted,
     Memory,
     Remembered,
@@ -267,6 +268,10 @@ class AsyncMemoryStore(StoreBase):
     async def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
         """As :meth:`MemoryStore.window`."""
         return await self._run(commands.window(tokens, now=now))
+
+    async def context(self, tokens: int | None = None, *, now: int | None = None) -> Context:
+        """As MemoryStore.context."""
+        return await self._run(commands.context(tokens, now=now))
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

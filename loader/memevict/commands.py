@@ -28,7 +28,17 @@ from memevict.errors import (
     InvalidArgument,
 )
 from memevict.policy import Policy
-from memevict.results import Batch, Evicted, Memory, Remembered, ScanPage, Stats, Tier, Window
+from memevict.results import (
+    Batch,
+    Context,
+    Evicted,
+    Memory,
+    Remembered,
+    ScanPage,
+    Stats,
+    Tier,
+    Window,
+)
 from memevict.scripts import Args
 
 T = TypeVar("T")
@@ -376,18 +386,31 @@ def stats(*, now: int | None) -> Call[Stats]:
     return Call("stats", {"now": _now(now)}, parse)
 
 
-def window(tokens: int | None, *, now: int | None) -> Call[Window]:
-    budget = ""
-    if tokens is not None:
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_BUDGET:
-            raise BadTokens(f"tokens must be None or a whole number in [1, 2**53), got {tokens!r}")
-        budget = str(tokens)
+def _budget(tokens: int | None) -> str:
+    if tokens is None:
+        return ""
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_BUDGET:
+        raise BadTokens(f"tokens must be None or a whole number in [1, 2**53), got {tokens!r}")
+    return str(tokens)
 
+
+def window(tokens: int | None, *, now: int | None) -> Call[Window]:
     def parse(reply: Sequence[Any]) -> Window:
         memories, total, left, epoch = reply
         return Window(tuple(_memory(m) for m in memories), int(total), int(left), int(epoch))
 
-    return Call("window", {"budget": budget, "now": _now(now)}, parse)
+    return Call("window", {"budget": _budget(tokens), "now": _now(now)}, parse)
+
+
+def context(tokens: int | None, *, now: int | None) -> Call[Context]:
+    def parse(reply: Sequence[Any]) -> Context:
+        ids, texts, total, left, epoch = reply
+        items = tuple(
+            (as_text(i), None if t is None else as_text(t)) for i, t in zip(ids, texts, strict=True)
+        )
+        return Context(items, int(total), int(left), int(epoch))
+
+    return Call("context", {"budget": _budget(tokens), "now": _now(now)}, parse)
 
 
 def scan(tier: str, cursor: int, count: int, *, now: int | None) -> Call[ScanPage]:

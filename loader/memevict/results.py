@@ -119,6 +119,25 @@ class Window:
 
 
 @dataclass(frozen=True, slots=True)
+class Context:
+    """What ``context`` returns: the (id, text) of the memories ``window`` would return
+    for the same budget, in the same order (text None for a memory stored without);
+    ``tokens``, ``left`` and ``epoch`` as in :class:`Window`. Iterating it iterates
+    ``items``."""
+
+    items: tuple[tuple[str, str | None], ...]
+    tokens: int
+    left: int
+    epoch: int
+
+    def __iter__(self) -> Iterator[tuple[str, str | None]]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True, slots=True)
 class ScanPage:
     """One page of ``scan``: its memories and the cursor of the next page
     (0: the scan is done)."""

@@ -275,6 +275,7 @@ class Scripts:
     """Every script of the package, registered on one client (see register)."""
 
     configure: ScriptHandle
+    context: ScriptHandle
     decay: ScriptHandle
     demote: ScriptHandle
     drop: ScriptHandle

@@ -37,6 +37,7 @@ from memevict.registry import (
 )
 from memevict.results import (
     Batch,
+    Context,
     Evicted,
     Memory,
     Remembered,
@@ -365,6 +366,11 @@ class MemoryStore(StoreBase):
         text; with ``tokens``, the highest-ranked that fit in that many tokens,
         whole groups only (without ``tokens``, at most 400 memories)."""
         return self._run(commands.window(tokens, now=now))
+
+    def context(self, tokens: int | None = None, *, now: int | None = None) -> Context:
+        """What ``window`` returns, as (id, text) pairs only: a reply of 2 values a
+        memory instead of 11, for a prompt that needs nothing else."""
+        return self._run(commands.context(tokens, now=now))
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

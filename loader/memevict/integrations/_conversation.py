@@ -26,7 +26,7 @@ from memevict.errors import BadArgument, BadNamespace
 from memevict.importance import Labeler, Message, aimportance_of, importance_of, rules
 from memevict.policy import Policy
 from memevict.registry import AsyncClient, SyncClient
-from memevict.results import Window
+from memevict.results import Context
 from memevict.store import MemoryStore
 
 TokenCounter = Callable[[str], int]
@@ -174,10 +174,10 @@ def _units(entries: Sequence[Entry]) -> list[list[Entry]]:
     return list(units.values())
 
 
-def _compose(window: Window | None, first: Sequence[Entry]) -> list[tuple[str, str]]:
+def _compose(window: Context | None, first: Sequence[Entry]) -> list[tuple[str, str]]:
     """The window's (id, text) in the order first remembered, then those of ``first`` (the
     recent entries and the current turn, newer than the rest) that it does not hold."""
-    history = [] if window is None else [(m.id, m.text or "") for m in window]
+    history = [] if window is None else [(id, text or "") for id, text in window]
     held = {id for id, _ in history}
     return history + [(e.id, e.text) for e in first if e.id not in held]
 
@@ -311,7 +311,7 @@ class _Base(Generic[StoreT]):
             left = None if left is None else left - cost
         return kept + [e for e in tail], left
 
-    def _lost(self, window: Window) -> bool:
+    def _lost(self, window: Context) -> bool:
         """Whether the namespace was created again since the last window (its keys lost):
         then nothing this conversation stored is there, whatever ``known`` says."""
         lost = self._epoch is not None and window.epoch != self._epoch
@@ -357,9 +357,9 @@ class Conversation(_Base[MemoryStore]):
             self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
-    def _window(self, budget: int | None) -> tuple[Window, bool]:
-        """The window, and whether the namespace was lost since the last one."""
-        window = self.store.window(budget)
+    def _window(self, budget: int | None) -> tuple[Context, bool]:
+        """The window (ids and texts), and whether the namespace was lost since the last."""
+        window = self.store.context(budget)
         lost = self._lost(window)
         if lost:
             self._settled = False
@@ -428,9 +428,9 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             await self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
-    async def _window(self, budget: int | None) -> tuple[Window, bool]:
+    async def _window(self, budget: int | None) -> tuple[Context, bool]:
         """See :meth:`Conversation._window`."""
-        window = await self.store.window(budget)
+        window = await self.store.context(budget)
         lost = self._lost(window)
         if lost:
             self._settled = False

@@ -1,0 +1,39 @@
+#!lua flags=no-writes
+-- context: what window returns, slimmed to what a prompt needs: the ids and
+-- texts of the memories window would return for the same budget and now,
+-- in the same order. The same choice (lib/window.lua), the same bounds, a
+-- reply of 2 values a memory instead of 11. Read-only.
+--
+-- KEYS[1] policy: hash, the namespace's Policy
+-- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
+-- KEYS[3] meta: hash, id -> packed metadata
+-- KEYS[4] text: hash, id -> text
+-- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
+-- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
+-- KEYS[7] wl: zset, whitelisted memories by whitelist key
+-- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
+-- KEYS[9] links: zset, group .. NUL .. id of every memory in a group (lex order)
+--
+-- ARGV[1] budget: whole number of tokens in [1, 2^53 - 1], or '' for no budget
+-- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+--
+-- Returns: [[id, ...], [text, ...], tokens, left, epoch]: the memories'
+--   ids and texts (nil for a memory stored without text) in the order first
+--   remembered; tokens, left and epoch as window returns them.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
+--@include lib/args.lua
+--@include lib/policy.lua
+--@include lib/memory.lua
+--@include lib/window.lua
+
+check_call()
+local budget = math.huge
+if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
+local now = arg_now(ARG.now)
+local p, st = load_policy()
+now = namespace_now(now, st)
+
+local taken, total, size = choose_window(budget, now, p, st)
+local ids = {}
+for i, m in ipairs(taken) do ids[i] = m.id end
+return {ids, texts_of(taken), total, size - #taken, st.epoch}

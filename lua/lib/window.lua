@@ -1,0 +1,198 @@
+-- What a window holds, shared by window.lua (each memory as get returns it)
+-- and context.lua (ids and texts): window.lua's header says the rule. Uses
+-- lib/memory.lua's helpers and the KEY names both scripts declare.
+
+-- Every hot memory a window of budget (math.huge: none) takes at now, in
+-- the order first remembered; their tokens; the hot memories in all.
+local function choose_window(budget, now, p, st)
+  local CHUNK = 100
+  -- Without a budget: at most MAX_WINDOW memories of MAX_SEEN candidates. With
+  -- one: until MAX_MISSES candidates in a row were not taken.
+  local MAX_WINDOW, MAX_SEEN, MAX_MISSES = 400, 1000, 100
+  local counted = budget == math.huge
+
+  -- A stream of candidates, highest first: each decaying index read CHUNK at
+  -- a time with its metadata, and the whitelisted memories (ranked by their
+  -- boosted score, which their keys do not order). A candidate is its
+  -- metadata (from unpack_meta; {id = id, lost = true} if lost) with the
+  -- score top reports and its unfloored ln added.
+  local function candidate(id, raw, ln)
+    local c = raw and unpack_meta(id, raw) or {id = id, lost = true}
+    local score = math.exp(ln)
+    if not c.wl and score < p.score_min then score = p.score_min end
+    c.ln, c.score = ln, score
+    return c
+  end
+
+  local function higher(a, b)
+    if a.score ~= b.score then return a.score > b.score end
+    if a.ln ~= b.ln then return a.ln > b.ln end
+    return a.id < b.id
+  end
+
+  -- ln of a decaying index's memory is its key plus this (ln_decayed).
+  local shift = st.decay - clock(now, p, st)
+
+  -- The hot tier fits the budget (the adapters' usual case: max_tokens bounds
+  -- it): every hot memory is taken, with no ranking. As many memories as the
+  -- budget has tokens at most (each costs one at least), so the work stays
+  -- bounded; state's tokens is checked against the memories' own.
+  local function everything()
+    if budget == math.huge or st.tokens > budget then return nil end
+    local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+      typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+    if size > budget then return nil end
+    local all, sum = {}, 0
+    local function add(ids, lns)
+      for i = 1, #ids, 1000 do
+        local raws = rcall('HMGET', KEY.meta, unpack(ids, i, math.min(i + 999, #ids)))
+        for j = 1, #raws do
+          local k = i + j - 1
+          if raws[j] then
+            local c = lns and candidate(ids[k], raws[j], lns[k])
+            if not c then
+              local m = unpack_meta(ids[k], raws[j])
+              c = candidate(ids[k], raws[j], ln_score(m, now, p, st))
+            end
+            all[#all + 1], sum = c, sum + c.tokens
+          end
+        end
+      end
+    end
+    for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
+      local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
+      local ids, lns = {}, {}
+      for i = 1, #entries, 2 do
+        ids[#ids + 1], lns[#lns + 1] = entries[i], tonumber(entries[i + 1]) + shift
+      end
+      add(ids, lns)
+    end
+    add(rcall('ZRANGE', KEY.wl, 0, -1), nil)
+    if sum > budget then return nil end -- (state's tokens was off: rank them)
+    return all, sum, size
+  end
+
+  local all, sum, hot_size = everything()
+
+  local streams = {}
+  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
+    streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
+  end
+  local wl = {index = false, items = {}, at = 1, done = true}
+  local wl_ids = all and {} or rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
+  if #wl_ids > 0 then
+    for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(wl_ids))) do
+      if raw then
+        local m = unpack_meta(wl_ids[i], raw)
+        wl.items[#wl.items + 1] = candidate(wl_ids[i], raw, ln_score(m, now, p, st))
+      end
+    end
+    table.sort(wl.items, higher)
+  end
+  streams[#streams + 1] = wl
+
+  local function peek(s)
+    if s.at > #s.items and not s.done then
+      local entries = rcall('ZRANGE', s.index, s.offset, s.offset + CHUNK - 1, 'REV', 'WITHSCORES')
+      s.offset, s.items, s.at = s.offset + CHUNK, {}, 1
+      s.done = #entries < 2 * CHUNK
+      if #entries > 0 then
+        local ids = {}
+        for i = 1, #entries, 2 do ids[#ids + 1] = entries[i] end
+        local raws = rcall('HMGET', KEY.meta, unpack(ids))
+        for i, id in ipairs(ids) do
+          s.items[i] = candidate(id, raws[i], tonumber(entries[2 * i]) + shift)
+        end
+      end
+    end
+    return s.items[s.at]
+  end
+
+  -- The highest candidate of every stream; a stream found empty is dropped.
+  local function next_candidate()
+    local best, from
+    local i = 1
+    while i <= #streams do
+      local s = streams[i]
+      local c = peek(s)
+      if c then
+        if not best or higher(c, best) then best, from = c, s end
+        i = i + 1
+      else
+        table.remove(streams, i)
+      end
+    end
+    if from then from.at = from.at + 1 end
+    return best
+  end
+
+  local taken, chosen, decided = {}, {}, {}
+  local left, seen, misses, total = budget, 0, 0, 0
+  if all then taken, total, left = all, sum, 0 end
+  local function take(m, score)
+    m.score = score
+    taken[#taken + 1] = m
+    chosen[m.id] = true
+    left = left - m.tokens
+    total = total + m.tokens
+    misses = 0
+  end
+
+  while left > 0 and misses < MAX_MISSES do
+    if counted and (#taken >= MAX_WINDOW or seen >= MAX_SEEN) then break end
+    local m = next_candidate()
+    if not m then break end
+    seen = seen + 1
+    if chosen[m.id] then -- (taken with its group)
+    elseif m.lost then misses = misses + 1
+    elseif m.group == '' then
+      if m.tokens <= left then take(m, m.score) else misses = misses + 1 end
+    elseif decided[m.group] then misses = misses + 1 -- (its group did not fit)
+    else
+      decided[m.group] = true
+      misses = misses + 1 -- (0 again if the group is taken)
+      -- A group costs at least this member: one over what is left cannot fit.
+      if m.tokens <= left then
+        local ids = members_of(m.group)
+        local members, cost = {}, 0
+        if #ids > 0 then
+          for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+            local x = raw and unpack_meta(ids[i], raw)
+            if x and not x.cold then
+              members[#members + 1] = x
+              cost = cost + x.tokens
+            end
+          end
+        end
+        if cost <= left and not (counted and #taken + #members > MAX_WINDOW) then
+          for _, x in ipairs(members) do
+            take(x, x.id == m.id and m.score or reported(x, ln_score(x, now, p, st), p))
+          end
+        end
+      end
+    end
+  end
+
+  -- In the order first remembered (then by creation, then id).
+  table.sort(taken, function(a, b)
+    if a.n ~= b.n then return a.n < b.n end
+    if a.created ~= b.created then return a.created < b.created end
+    return a.id < b.id
+  end)
+  local size = hot_size or typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
+    typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+  return taken, total, size
+end
+
+-- The texts of the memories, read 1,000 at a time (unpack takes at most ~8,000
+-- values); false where a memory has none.
+local function texts_of(memories)
+  local texts = {}
+  for i = 1, #memories, 1000 do
+    local ids = {}
+    for k = i, math.min(i + 999, #memories) do ids[#ids + 1] = memories[k].id end
+    local chunk = rcall('HMGET', KEY.text, unpack(ids))
+    for j = 1, #chunk do texts[i + j - 1] = chunk[j] end
+  end
+  return texts
+end
