@@ -24,7 +24,7 @@ from ab import connected, server_version  # benchmarks/ab.py
 from memevict.bench.window import fill_window_store
 from memevict.scripts import lua_root, parse, specs
 
-TEXTS = "local chunk = rcall('HMGET', KEY.text, unpack(ids, i, math.min(i + 999, #ids)))"
+TEXTS = "local texts = texts_of(taken)"
 BUILD = "for i, m in ipairs(taken) do out[i] = memory_reply(m, m.score, texts[i], imps) end"
 SEND = "return {out, total, size - #out, st.epoch}"
 
@@ -39,7 +39,7 @@ def variants(source: str) -> dict[str, str]:
         "all": source,
         "not sent": unsent,
         "not built": unbuilt,
-        "no texts": unbuilt.replace(TEXTS, "local chunk = {}"),
+        "no texts": unbuilt.replace(TEXTS, "local texts = {}"),
     }
 
 
