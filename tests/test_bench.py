@@ -420,3 +420,12 @@ def test_the_window_fits_script_runs(server: Server) -> None:
     )
     rows = re.findall(r"B / A paired (\d\.\d{3}) \| replies: (.*)$", out, re.M)
     assert len(rows) == 2 and all(r[1] == "the same" and float(r[0]) > 0 for r in rows), out
+
+
+def test_the_session_turns_script_runs(server: Server) -> None:
+    # benchmarks/session_turns.py (RESULTS.md quotes it): G1, memevict against RedisSession
+    args = ["--rounds", "2", "--turns", "8", "--warm", "60", "--concurrent", "3"]
+    out = run_benchmark(server, ["session_turns.py", "URL", *args])
+    rows = re.findall(r"^  (memevict|redis-session) +1 session: p50 +(\d+\.\d\d) ms", out, re.M)
+    assert [row[0] for row in rows] == ["memevict", "redis-session"], out
+    assert re.search(r"1 session \d\.\d{3}, 3 at once \d\.\d{3}$", out.strip()), out

@@ -459,3 +459,31 @@ def test_the_window_tells_a_namespace_created_again(
     store.remember("b", 1.0, now=T0 + 3 * S)  # configured again by this call
     again = store.window(now=T0 + 4 * S)
     assert again.epoch > first.epoch and [m.id for m in again] == ["b"]
+
+
+@pytest.mark.parametrize("tokens", [None, 40, 300, 10_000])
+def test_context_is_the_window_as_ids_and_texts(make_store: StoreFactory, tokens: int) -> None:
+    """The same memories in the same order, ranked (40, 300) or all of a hot tier that fits
+    (10,000: context reads no scores) or without a budget; a memory without text has None."""
+    store = make_store(max_hot=1000, protect_s=0)
+    rng = random.Random(5)
+    for k in range(120):
+        store.remember(
+            f"m{k}",
+            rng.choice([1.0, 3.0, 7.0, 10.0]),
+            text=None if k % 9 == 0 else f"text {k}",
+            whitelist=k % 25 == 0,
+            tokens=rng.randint(1, 9),
+            group=f"g{k // 3}" if k % 5 == 0 else None,
+            now=T0 + k * S,
+        )
+    window = store.window(tokens, now=T0 + 200 * S)
+    context = store.context(tokens, now=T0 + 200 * S)
+    assert [(m.id, m.text) for m in window] == list(context)
+    assert (window.tokens, window.left, window.epoch) == (
+        context.tokens,
+        context.left,
+        context.epoch,
+    )
+    if tokens in (None, 10_000):  # every hot memory, those stored without text too
+        assert len(context) == 120 and sum(text is None for _, text in context) == 14
