@@ -429,3 +429,17 @@ def test_the_session_turns_script_runs(server: Server) -> None:
     rows = re.findall(r"^  (memevict|redis-session) +1 session: p50 +(\d+\.\d\d) ms", out, re.M)
     assert [row[0] for row in rows] == ["memevict", "redis-session"], out
     assert re.search(r"1 session \d\.\d{3}, 3 at once \d\.\d{3}$", out.strip()), out
+
+
+def test_the_session_memory_script_runs(server: Server) -> None:
+    # benchmarks/session_memory.py (RESULTS.md quotes it): bytes a session holds
+    out = run_benchmark(server, ["session_memory.py", "URL", "--messages", "60"])
+    rows = dict(re.findall(r"^  (.+?) +(\d+) KiB \(receipts +(?:\d+) KiB\)", out, re.M))
+    assert set(rows) == {
+        "memevict (defaults)",
+        "memevict cold_max=500",
+        "memevict retry_window_s=0",
+        "RedisSession",
+    }, out
+    assert all(int(kib) > 0 for kib in rows.values()), out
+    assert re.search(r"retry_window_s=0 .*\(receipts +0 KiB\)", out), out
