@@ -18,7 +18,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, Item, check_namespace
@@ -86,14 +86,11 @@ def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy
     return Policy(**fields)  # type: ignore[arg-type]
 
 
-def _given(
-    what: str, url: str | None, client: object, store: object
-) -> Literal["url", "client", "store"]:
-    """Which one of url, client and store was given (exactly one must be)."""
+def check_one_of(what: str, url: str | None, client: object, store: object) -> None:
+    """Raises BadArgument unless exactly one of url, client and store is given."""
     given = [n for n, v in (("url", url), ("client", client), ("store", store)) if v is not None]
     if len(given) != 1:
         raise BadArgument(f"give {what} one of url, client or store, got {given or 'none'}")
-    return given[0]  # type: ignore[return-value]
 
 
 def open_store(
@@ -108,15 +105,12 @@ def open_store(
     """An adapter's store: ``store`` as it is, or one on ``client`` or on a client of its
     own of ``url``, with ``policy`` if the namespace is new (the adapter then applies the
     fields it was given: see :meth:`Conversation.settle`)."""
-    kind = _given(what, url, client, store)
-    if kind == "store":
-        assert store is not None
+    check_one_of(what, url, client, store)
+    if store is not None:
         return store
-    if kind == "client":
-        assert client is not None
+    if client is not None:
         return MemoryStore(client, namespace, policy, adopt_policy=True)
-    assert url is not None
-    return MemoryStore.from_url(url, namespace, policy, adopt_policy=True)
+    return MemoryStore.from_url(str(url), namespace, policy, adopt_policy=True)
 
 
 def open_async_store(
@@ -130,15 +124,12 @@ def open_async_store(
 ) -> AsyncMemoryStore:
     """:func:`open_store` for an :class:`~memevict.aio.AsyncMemoryStore` (opened on its
     first call)."""
-    kind = _given(what, url, client, store)
-    if kind == "store":
-        assert store is not None
+    check_one_of(what, url, client, store)
+    if store is not None:
         return store
-    if kind == "client":
-        assert client is not None
+    if client is not None:
         return AsyncMemoryStore(client, namespace, policy, adopt_policy=True)
-    assert url is not None
-    return AsyncMemoryStore.from_url(url, namespace, policy, adopt_policy=True)
+    return AsyncMemoryStore.from_url(str(url), namespace, policy, adopt_policy=True)
 
 
 @dataclass(frozen=True, slots=True)

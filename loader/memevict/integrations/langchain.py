@@ -94,6 +94,7 @@ from memevict.integrations._conversation import (
     StoreT,
     TokenCounter,
     approx_tokens,
+    check_one_of,
     conversation_policy,
     namespace_for,
     recent_of,
@@ -323,9 +324,7 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     ) -> None:
         super().__init__()
         self.recent = recent
-        given = [n for n, v in (("url", url), ("client", client), ("store", store)) if v]
-        if len(given) != 1:
-            raise BadArgument(f"give MemevictMiddleware one of url, client or store, got {given}")
+        check_one_of("MemevictMiddleware", url, client, store)
         self.url = url
         if store is not None:
             namespace = store.namespace
