@@ -391,7 +391,7 @@ class Conversation(_Base[MemoryStore]):
             if lost:  # store what the framework still holds, then read again
                 self.add(history if again is None else again(), only_new=True)
                 window, _ = self._window(budget)
-        self.add(tail, only_new=True)
+        self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
         return _compose(window, first)
 
 
@@ -454,5 +454,5 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             if lost:  # store what the framework still holds, then read again
                 await self.add(history if again is None else again(), only_new=True)
                 window, _ = await self._window(budget)
-        await self.add(tail, only_new=True)
+        await self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
         return _compose(window, first)
