@@ -183,9 +183,6 @@ class _Known:
     def __contains__(self, id: object) -> bool:
         return id in self._ids
 
-    def __len__(self) -> int:
-        return len(self._ids)
-
     def add(self, ids: Iterable[str]) -> None:
         for id in ids:
             self._ids[id] = None
