@@ -2,7 +2,10 @@
 -- context: what window returns, slimmed to what a prompt needs: the ids and
 -- texts of the memories window would return for the same budget and now,
 -- in the same order. The same choice (lib/window.lua), the same bounds, a
--- reply of 2 values a memory instead of 11. Read-only.
+-- reply of 2 values a memory instead of 11. The memories skip names are
+-- left out, as if they were not hot (a caller that sends them itself, such
+-- as the last messages of a conversation, counts them in its budget; a
+-- group's other members may still be in the window). Read-only.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
@@ -16,11 +19,14 @@
 --
 -- ARGV[1] budget: whole number of tokens in [1, 2^53 - 1], or '' for no budget
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[3] skip: 1 per item, repeated 0..100 times: the ids of memories to
+--   leave out (each 1..1024 bytes; unknown or cold ones change nothing)
 --
 -- Returns: [[id, ...], [text, ...], tokens, left, epoch]: the memories'
 --   ids and texts (nil for a memory stored without text) in the order first
---   remembered; tokens, left and epoch as window returns them.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, NO_POLICY
+--   remembered; tokens, left and epoch as window returns them (left: the
+--   hot memories neither in the reply nor skipped).
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, BAD_ID, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -30,10 +36,13 @@ check_call()
 local budget = math.huge
 if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
 local now = arg_now(ARG.now)
+if #ARGV > 102 then fail('ARITY', 'context takes at most 100 ids to skip') end
+local skip = {}
+for i = 3, #ARGV do skip[arg_id(ARGV[i])] = true end
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local taken, total, size = choose_window(budget, now, p, st)
+local taken, total, size = choose_window(budget, now, p, st, skip, true)
 local ids = {}
 for i, m in ipairs(taken) do ids[i] = m.id end
 return {ids, texts_of(taken), total, size - #taken, st.epoch}

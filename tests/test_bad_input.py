@@ -161,7 +161,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
     "window": {"tokens": 10, "now": LATER},
-    "context": {"tokens": 10, "now": LATER},
+    "context": {"tokens": 10, "skip": ["a", "nope"], "now": LATER},
     "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
     "drop": {},
     "close": {},
@@ -307,6 +307,13 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("None", None, BadArgument),
     ],
     "whitelist": [bad("str 'no'", "no", BadArgument)],
+    "skip": [
+        bad("str", "ab", BadArgument),
+        bad("None", None, BadArgument),
+        bad("101 ids", ["a"] * 101, BadArgument),
+        bad("an empty id", ["a", ""], BadId),
+        bad("a bytes id", [b"a"], BadId),
+    ],
     "items": [
         bad("empty", [], BadArgument),
         bad("101 items", [("a", 1.0)] * 101, BadArgument),
@@ -482,6 +489,7 @@ GOOD_ARGS: dict[str, Any] = {
     "k": "3",
     "mode": "replace",
     "items": ["a", "2", "t", "1", "0", "1", "", "w", "3", "", "0", "1", "2", "g"],
+    "skip": ["a", "nope"],
     "tokens": "2",
     "group": "g",
     "budget": "10",
@@ -654,6 +662,7 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
         [("0", "0"), ("1e9 + 1", "1000000001"), ("empty", ""), *NOT_WHOLE],
     ),
     "group": ("BAD_GROUP", [("NUL", "a\0b"), ("257 bytes", "g" * 257)]),
+    "skip": ("BAD_ID", [("empty", ["a", ""]), ("1025 bytes", ["x" * 1025])]),
     "budget": ("BAD_ARG", [("0", "0"), ("2^53", str(2**53)), *NOT_WHOLE]),
     "tier": ("BAD_ARG", [("warm", "warm"), ("empty", ""), ("upper case", "HOT")]),
     "cursor": ("BAD_ARG", [("empty", ""), ("21 digits", "1" * 21), *NOT_WHOLE]),
@@ -726,9 +735,14 @@ def test_scripts_report_an_unknown_id(client: redis.Redis, script: str) -> None:
     assert_raw_rejected(client, lambda: raw_call(client, script, args), "NOT_FOUND")
 
 
-def bad_layouts(keys: list[str], roles: Sequence[str], argv: list[Any]) -> list[Any]:
-    """(label, keys, argv, code) of one script."""
+def bad_layouts(
+    keys: list[str], roles: Sequence[str], argv: list[Any], fixed: int | None = None
+) -> list[Any]:
+    """(label, keys, argv, code) of one script; ``fixed``: the number of its arguments
+    before a variadic last one of one value per item (which takes any count to a bound)."""
     n = len(keys)
+    short = argv[:-1] if fixed is None else argv[: fixed - 1]
+    extra = ["extra"] if fixed is None else ["extra"] * 101
 
     def replace(i: int, key: str) -> list[str]:
         return [*keys[:i], key, *keys[i + 1 :]]
@@ -738,11 +752,11 @@ def bad_layouts(keys: list[str], roles: Sequence[str], argv: list[Any]) -> list[
         ("one key short", keys[:-1], argv, "ARITY"),
         ("one key extra", [*keys, key_name(NS, "extra")], argv, "ARITY"),
         *(
-            [("no args", keys, [], "ARITY"), ("one arg short", keys, argv[:-1], "ARITY")]
+            [("no args", keys, [], "ARITY"), ("one arg short", keys, short, "ARITY")]
             if argv
             else []
         ),
-        ("one arg extra", keys, [*argv, "extra"], "ARITY"),
+        ("one arg extra", keys, [*argv, *extra], "ARITY"),
         ("keys reversed", keys[::-1], argv, "BAD_KEYS"),
         ("prefix without a colon", [f"memevict{{{NS}}}{r}" for r in roles], argv, "BAD_KEYS"),
         (
@@ -796,7 +810,8 @@ def layout_cases() -> list[Any]:
         pytest.param(script, keys, argv, code, id=f"{script} {label}")
         for script, spec in sorted(specs().items())
         for label, keys, argv, code in bad_layouts(
-            spec.key_names(NS), spec.keys, spec.argv(good_args(script))
+            spec.key_names(NS), spec.keys, spec.argv(good_args(script)),
+            len(spec.args) - 1 if spec.group == 1 else None,
         )
     ]
 

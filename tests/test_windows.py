@@ -487,3 +487,58 @@ def test_context_is_the_window_as_ids_and_texts(make_store: StoreFactory, tokens
     )
     if tokens in (None, 10_000):  # every hot memory, those stored without text too
         assert len(context) == 120 and sum(text is None for _, text in context) == 14
+
+
+def test_context_leaves_out_what_it_is_told_to_skip(make_store: StoreFactory) -> None:
+    """skip: as if those memories were not hot; their tokens are the caller's."""
+    store = make_store(max_hot=6, protect_s=0)
+    for id, importance in (("a", 1.0), ("b", 5.0), ("c", 3.0), ("d", 9.0)):
+        store.remember(id, importance, text=id, tokens=4, now=T0)
+    store.remember("x1", 8.0, tokens=2, group="g", now=T0)
+    store.remember("x2", 8.0, tokens=2, group="g", now=T0)
+    # ranked: d (9) then the group g (8, 4 tokens) fill 8; without d, g and b (5)
+    assert [id for id, _ in store.context(8, now=T0)] == ["d", "x1", "x2"]
+    ctx = store.context(8, skip=["d"], now=T0)
+    assert [id for id, _ in ctx] == ["b", "x1", "x2"] and (ctx.tokens, ctx.left) == (8, 2)
+    # a skipped member leaves the rest of its group, at the rest's cost
+    ctx = store.context(6, skip=["d", "x2"], now=T0)
+    assert [id for id, _ in ctx] == ["b", "x1"] and (ctx.tokens, ctx.left) == (6, 2)
+    # the hot tier less the skipped fits: all of it, in order (a, b, c: 12 tokens)
+    ctx = store.context(12, skip=["d", "x1", "x2"], now=T0)
+    assert list(ctx) == [("a", "a"), ("b", "b"), ("c", "c")] and (ctx.tokens, ctx.left) == (12, 0)
+    # unknown ids, and a cold memory (not hot: nothing to leave out), change nothing
+    store.remember("y", 1.0, tokens=4, now=T0)  # max_hot 6: the lowest, a or y, goes cold
+    cold = next(id for id in ("a", "y") if store.get(id, now=T0).tier == "cold")  # type: ignore[union-attr]
+    assert store.context(8, skip=["nope", cold], now=T0) == store.context(8, now=T0)
+
+
+@pytest.mark.parametrize("tokens", [30, 120, 400])
+def test_context_skipping_is_the_context_without_those_memories(
+    make_store: StoreFactory, tokens: int
+) -> None:
+    """A namespace with the skipped memories forgotten is the reference (forget changes no
+    other memory's score), ranked (30, 120) or fitting (400)."""
+    stores = [make_store(f"n{k}", max_hot=1000, protect_s=0, clock="activity") for k in (1, 2)]
+    rng = random.Random(11)
+    calls = [
+        dict(
+            id=f"m{k}",
+            importance=rng.choice([1.0, 3.0, 7.0, 10.0]),
+            text=f"text {k}",
+            whitelist=k % 17 == 0,
+            tokens=rng.randint(1, 9),
+            group=f"g{k // 3}" if k % 4 == 0 else None,
+            now=T0 + k * S,
+        )
+        for k in range(80)
+    ]
+    for store in stores:
+        for call in calls:
+            store.remember(**call)  # type: ignore[arg-type]
+    skip = [f"m{k}" for k in rng.sample(range(80), 12)]
+    for id in skip:
+        stores[1].forget(id)
+    got = stores[0].context(tokens, skip=skip, now=T0 + 100 * S)
+    want = stores[1].context(tokens, now=T0 + 100 * S)
+    assert list(got) == list(want) and (got.tokens, got.left) == (want.tokens, want.left)
+    assert not set(skip) & {id for id, _ in got}

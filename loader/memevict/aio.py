@@ -269,9 +269,11 @@ class AsyncMemoryStore(StoreBase):
         """As :meth:`MemoryStore.window`."""
         return await self._run(commands.window(tokens, now=now))
 
-    async def context(self, tokens: int | None = None, *, now: int | None = None) -> Context:
-        """As MemoryStore.context."""
-        return await self._run(commands.context(tokens, now=now))
+    async def context(
+        self, tokens: int | None = None, *, skip: Sequence[str] = (), now: int | None = None
+    ) -> Context:
+        """As :meth:`MemoryStore.context`."""
+        return await self._run(commands.context(tokens, now=now, skip=skip))
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

@@ -50,6 +50,7 @@ MAX_IMPORTANCE = 1e12  # as in lua/lib/args.lua
 MAX_TOP = 200  # as in lua/top.lua
 MAX_NAMESPACE_BYTES = 256
 MAX_BATCH = 100  # items per remember_many, as in lua/remember_many.lua
+MAX_SKIP = 100  # ids context leaves out, as in lua/context.lua
 MAX_TOKENS = 1_000_000_000  # tokens of one memory, as in lua/lib/args.lua
 MAX_GROUP_BYTES = 256  # as in lua/lib/args.lua
 MAX_BUDGET = 2**53 - 1  # as in lua/window.lua
@@ -402,7 +403,13 @@ def window(tokens: int | None, *, now: int | None) -> Call[Window]:
     return Call("window", {"budget": _budget(tokens), "now": _now(now)}, parse)
 
 
-def context(tokens: int | None, *, now: int | None) -> Call[Context]:
+def context(tokens: int | None, *, now: int | None, skip: Sequence[str] = ()) -> Call[Context]:
+    if isinstance(skip, str | bytes) or not isinstance(skip, Sequence):
+        raise BadArgument("skip must be a sequence of ids")
+    if len(skip) > MAX_SKIP:
+        raise BadArgument(f"context skips at most {MAX_SKIP} ids, got {len(skip)}")
+    left_out = [_id(id) for id in skip]
+
     def parse(reply: Sequence[Any]) -> Context:
         ids, texts, total, left, epoch = reply
         items = tuple(
@@ -410,7 +417,7 @@ def context(tokens: int | None, *, now: int | None) -> Call[Context]:
         )
         return Context(items, int(total), int(left), int(epoch))
 
-    return Call("context", {"budget": _budget(tokens), "now": _now(now)}, parse)
+    return Call("context", {"budget": _budget(tokens), "now": _now(now), "skip": left_out}, parse)
 
 
 def scan(tier: str, cursor: int, count: int, *, now: int | None) -> Call[ScanPage]:

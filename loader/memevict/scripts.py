@@ -32,8 +32,8 @@ from memevict.errors import BadArgument
 KEY_PREFIX = "memevict"
 _DECLARATION = re.compile(r"^-- (KEYS|ARGV)\[(\d+)\] (\w+): ?(\w*)")
 _ERRORS = re.compile(r"^-- Errors: (.*)$")
-# The last ARGV of a variadic script: "-- ARGV[n] items: 5 per item, repeated ..."
-_GROUP = re.compile(r"^-- ARGV\[\d+\] \w+: (\d+) per item, repeated")
+# The last ARGV of a variadic script: "-- ARGV[n] items: 5 per item, repeated 1..100 times"
+_GROUP = re.compile(r"^-- ARGV\[\d+\] \w+: (\d+) per item, repeated (\d+)\.\.")
 _INCLUDE = re.compile(r"^--@include (\S+)\s*$")
 # A command called from Lua: rcall('ZADD', ...), redis.call / redis.pcall, or
 # typed_read('HGET', ...) (lib/args.lua) and each_chunk('HDEL', ...)
@@ -49,6 +49,7 @@ PREAMBLE_NAMES = (
     "NKEYS",
     "NARGS",
     "GROUP",
+    "GROUP_MIN",
     "KEY",
     "KEY_ROLE",
     "KEY_TYPE",
@@ -183,11 +184,14 @@ def parse(
         match = _ERRORS.match(line)
         if match:
             errors = tuple(code.strip() for code in match.group(1).split(","))
-    group = next((int(m.group(1)) for line in header if (m := _GROUP.match(line))), 0)
+    group, group_min = next(
+        ((int(m.group(1)), int(m.group(2))) for line in header if (m := _GROUP.match(line))), (0, 0)
+    )
     # The tables the body reads, as assignments: local in a script, upvalues
     # of the library in functions mode (memevict/functions.py).
     preamble = [
-        f"SCRIPT, NKEYS, NARGS, GROUP = '{name}', {len(keys)}, {len(args)}, {group}",
+        f"SCRIPT, NKEYS, NARGS, GROUP, GROUP_MIN = '{name}', {len(keys)}, {len(args)}, {group}, "
+        f"{group_min}",
         "KEY = {" + ", ".join(f"{r} = KEYS[{i}]" for i, (r, _) in enumerate(keys, 1)) + "}",
         "KEY_ROLE = {" + ", ".join(f"'{r}'" for r, _ in keys) + "}",
         "KEY_TYPE = {" + ", ".join(f"'{t}'" for _, t in keys) + "}",

@@ -367,10 +367,14 @@ class MemoryStore(StoreBase):
         whole groups only (without ``tokens``, at most 400 memories)."""
         return self._run(commands.window(tokens, now=now))
 
-    def context(self, tokens: int | None = None, *, now: int | None = None) -> Context:
+    def context(
+        self, tokens: int | None = None, *, skip: Sequence[str] = (), now: int | None = None
+    ) -> Context:
         """What ``window`` returns, as (id, text) pairs only: a reply of 2 values a
-        memory instead of 11, for a prompt that needs nothing else."""
-        return self._run(commands.context(tokens, now=now))
+        memory instead of 11, for a prompt that needs nothing else. ``skip``: up to
+        100 ids left out, as if they were not hot (memories the caller sends itself
+        and has counted in ``tokens``, such as a conversation's last messages)."""
+        return self._run(commands.context(tokens, now=now, skip=skip))
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

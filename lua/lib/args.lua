@@ -15,11 +15,12 @@ end
 local MAX_CALL_BYTES = 64
 local PREFIX -- the namespace's key prefix, set by check_layout
 local function check_layout()
-  -- GROUP > 0: the last ARGV repeats in groups of GROUP values (remember_many).
+  -- GROUP > 0: the last ARGV repeats in groups of GROUP values, at least
+  -- GROUP_MIN times (remember_many, context).
   local args_ok = #ARGV == NARGS
   if GROUP > 0 then
     local rest = #ARGV - (NARGS - 1)
-    args_ok = rest >= GROUP and rest % GROUP == 0
+    args_ok = rest >= GROUP * GROUP_MIN and rest % GROUP == 0
   end
   if #KEYS ~= NKEYS or not args_ok then
     local want = GROUP > 0 and (NARGS - 1) .. ' + ' .. GROUP .. ' per item' or NARGS

@@ -3,8 +3,11 @@
 -- lib/memory.lua's helpers and the KEY names both scripts declare.
 
 -- Every hot memory a window of budget (math.huge: none) takes at now, in
--- the order first remembered; their tokens; the hot memories in all.
-local function choose_window(budget, now, p, st)
+-- the order first remembered; their tokens; the hot memories in all but
+-- those of skip. skip: a set of ids left out (the caller sends them itself;
+-- a group's other members may still be taken). slim: no scores are wanted
+-- (the memories taken have no score field).
+local function choose_window(budget, now, p, st, skip, slim)
   local CHUNK = 100
   -- Without a budget: at most MAX_WINDOW memories of MAX_SEEN candidates. With
   -- one: until MAX_MISSES candidates in a row were not taken.
@@ -32,15 +35,27 @@ local function choose_window(budget, now, p, st)
 
   -- ln of a decaying index's memory is its key plus this (ln_decayed).
   local shift = st.decay - clock(now, p, st)
+  -- The skipped memories in the hot tier: their count and tokens.
+  skip = skip or {}
+  local skip_ids, skipped, skipped_tokens = {}, 0, 0
+  for id in pairs(skip) do skip_ids[#skip_ids + 1] = id end
+  if #skip_ids > 0 then
+    for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(skip_ids))) do
+      local m = raw and unpack_meta(skip_ids[i], raw)
+      if m and not m.cold then skipped, skipped_tokens = skipped + 1, skipped_tokens + m.tokens end
+    end
+  end
 
   -- The hot tier fits the budget (the adapters' usual case: max_tokens bounds
   -- it): every hot memory is taken, with no ranking. As many memories as the
   -- budget has tokens at most (each costs one at least), so the work stays
   -- bounded; state's tokens is checked against the memories' own.
+  -- The skipped memories count in neither.
   local function everything()
-    if budget == math.huge or st.tokens > budget then return nil end
+    if budget == math.huge then return nil end
+    if st.tokens - skipped_tokens > budget then return nil end
     local size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
-      typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+      typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot) - skipped
     if size > budget then return nil end
     local all, sum = {}, 0
     local function add(ids, lns)
@@ -48,9 +63,13 @@ local function choose_window(budget, now, p, st)
         local raws = rcall('HMGET', KEY.meta, unpack(ids, i, math.min(i + 999, #ids)))
         for j = 1, #raws do
           local k = i + j - 1
-          if raws[j] then
-            local c = lns and candidate(ids[k], raws[j], lns[k])
-            if not c then
+          if raws[j] and not skip[ids[k]] then
+            local c
+            if slim then
+              c = unpack_meta(ids[k], raws[j])
+            elseif lns then
+              c = candidate(ids[k], raws[j], lns[k])
+            else
               local m = unpack_meta(ids[k], raws[j])
               c = candidate(ids[k], raws[j], ln_score(m, now, p, st))
             end
@@ -60,12 +79,16 @@ local function choose_window(budget, now, p, st)
       end
     end
     for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
-      local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
-      local ids, lns = {}, {}
-      for i = 1, #entries, 2 do
-        ids[#ids + 1], lns[#lns + 1] = entries[i], tonumber(entries[i + 1]) + shift
+      if slim then
+        add(rcall('ZRANGE', index, 0, -1), nil)
+      else
+        local entries = rcall('ZRANGE', index, 0, -1, 'WITHSCORES')
+        local ids, lns = {}, {}
+        for i = 1, #entries, 2 do
+          ids[#ids + 1], lns[#lns + 1] = entries[i], tonumber(entries[i + 1]) + shift
+        end
+        add(ids, lns)
       end
-      add(ids, lns)
     end
     add(rcall('ZRANGE', KEY.wl, 0, -1), nil)
     if sum > budget then return nil end -- (state's tokens was off: rank them)
@@ -127,6 +150,7 @@ local function choose_window(budget, now, p, st)
   end
 
   local taken, chosen, decided = {}, {}, {}
+  for id in pairs(skip) do chosen[id] = true end -- (never taken)
   local left, seen, misses, total = budget, 0, 0, 0
   if all then taken, total, left = all, sum, 0 end
   local function take(m, score)
@@ -158,7 +182,7 @@ local function choose_window(budget, now, p, st)
         if #ids > 0 then
           for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
             local x = raw and unpack_meta(ids[i], raw)
-            if x and not x.cold then
+            if x and not x.cold and not skip[x.id] then
               members[#members + 1] = x
               cost = cost + x.tokens
             end
@@ -180,7 +204,7 @@ local function choose_window(budget, now, p, st)
     return a.id < b.id
   end)
   local size = hot_size or typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
-    typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot)
+    typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot) - skipped
   return taken, total, size
 end
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from memevict.aio import AsyncMemoryStore
-from memevict.commands import MAX_BATCH, Item, check_namespace
+from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
 from memevict.errors import BadArgument, BadNamespace
 from memevict.importance import Labeler, Message, aimportance_of, importance_of, rules
 from memevict.policy import Policy
@@ -163,6 +163,13 @@ def _units(entries: Sequence[Entry]) -> list[list[Entry]]:
         unit = units.pop(e.group if e.group is not None else f"\0{e.id}", [])
         units[e.group if e.group is not None else f"\0{e.id}"] = [*unit, e]
     return list(units.values())
+
+
+def _skip(first: Sequence[Entry]) -> list[str]:
+    """The ids the window leaves out: what is sent anyway, so that the budget left for
+    the window is not spent on them twice (the newest MAX_SKIP; the hot tier then
+    usually fits, which the window takes whole without ranking it)."""
+    return [e.id for e in first[-MAX_SKIP:]]
 
 
 def _compose(window: Context | None, first: Sequence[Entry]) -> list[tuple[str, str]]:
@@ -345,9 +352,10 @@ class Conversation(_Base[MemoryStore]):
             self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
-    def _window(self, budget: int | None) -> tuple[Context, bool]:
-        """The window (ids and texts), and whether the namespace was lost since the last."""
-        window = self.store.context(budget)
+    def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
+        """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
+        tier, and whether the namespace was lost since the last."""
+        window = self.store.context(budget, skip=_skip(first))
         lost = self._lost(window)
         if lost:
             self._settled = False
@@ -363,7 +371,7 @@ class Conversation(_Base[MemoryStore]):
         first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
             return _compose(None, first)
-        return _compose(self._window(budget)[0], first)
+        return _compose(self._window(budget, first)[0], first)
 
     def turn(
         self,
@@ -384,10 +392,10 @@ class Conversation(_Base[MemoryStore]):
         first, budget = self._first(tail, recent)
         window = None
         if budget is None or budget > 0:
-            window, lost = self._window(budget)
+            window, lost = self._window(budget, first)
             if lost:  # store what the framework still holds, then read again
                 self.add(history if again is None else again(), only_new=True)
-                window, _ = self._window(budget)
+                window, _ = self._window(budget, first)
         self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
         return _compose(window, first)
 
@@ -416,9 +424,9 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             await self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
 
-    async def _window(self, budget: int | None) -> tuple[Context, bool]:
+    async def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
         """See :meth:`Conversation._window`."""
-        window = await self.store.context(budget)
+        window = await self.store.context(budget, skip=_skip(first))
         lost = self._lost(window)
         if lost:
             self._settled = False
@@ -432,7 +440,7 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
             return _compose(None, first)
-        return _compose((await self._window(budget))[0], first)
+        return _compose((await self._window(budget, first))[0], first)
 
     async def turn(
         self,
@@ -447,9 +455,9 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         first, budget = self._first(tail, recent)
         window = None
         if budget is None or budget > 0:
-            window, lost = await self._window(budget)
+            window, lost = await self._window(budget, first)
             if lost:  # store what the framework still holds, then read again
                 await self.add(history if again is None else again(), only_new=True)
-                window, _ = await self._window(budget)
+                window, _ = await self._window(budget, first)
         await self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
         return _compose(window, first)

@@ -121,6 +121,8 @@ def whole_calls(items: Sequence[Item], before: Item | None = None) -> list[Item]
     there, an output whose call is not there, and a ``reasoning`` item whose item after
     it is not there. ``before``: the item before the first (a call right after a
     reasoning item that is cut off goes too)."""
+    if not any("call_id" in item or item.get("type") == "reasoning" for item in items):
+        return list(items)  # (a conversation without tools: nothing to cut)
     calls = {item["call_id"] for item in items if _is_call(item)}
     outputs = {item["call_id"] for item in items if _is_output(item)}
     if before is not None and before.get("type") == "reasoning" and items and _is_call(items[0]):
