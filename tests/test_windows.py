@@ -542,3 +542,19 @@ def test_context_skipping_is_the_context_without_those_memories(
     want = stores[1].context(tokens, now=T0 + 100 * S)
     assert list(got) == list(want) and (got.tokens, got.left) == (want.tokens, want.left)
     assert not set(skip) & {id for id, _ in got}
+
+
+def test_memories_of_one_order_are_in_creation_order(
+    client: redis.Redis, make_store: StoreFactory
+) -> None:
+    """Metadata as 0.1.0 stored it has no order (0 for all): such memories sort by
+    creation, then id, before the newer ones."""
+    store = make_store(namespace="v1", max_hot=10, protect_s=0)
+    for k, id in enumerate(["z", "y", "x", "w"]):
+        store.remember(id, 1.0, text=id, now=T0 + k * S)
+    meta = key_name("v1", "meta")
+    for id in ["z", "y", "x"]:  # 0.1.0's layout: the first 49 bytes, then the group ('')
+        client.hset(meta, id, client.hget(meta, id)[:49])  # type: ignore[index]
+    for tokens in (None, 100):
+        assert [id for id, _ in store.context(tokens, now=T0 + 9 * S)] == ["z", "y", "x", "w"]
+        assert [m.id for m in store.window(tokens, now=T0 + 9 * S)] == ["z", "y", "x", "w"]

@@ -197,12 +197,24 @@ local function choose_window(budget, now, p, st, skip, slim)
     end
   end
 
-  -- In the order first remembered (then by creation, then id).
-  table.sort(taken, function(a, b)
-    if a.n ~= b.n then return a.n < b.n end
-    if a.created ~= b.created then return a.created < b.created end
-    return a.id < b.id
-  end)
+  -- In the order first remembered (then by creation, then id). Orders are
+  -- distinct but in a namespace from 0.1.0 or whose state was rebuilt: then
+  -- a sort of the numbers alone, ~4x cheaper than one with a comparator.
+  local by_n, order = {}, {}
+  for i, m in ipairs(taken) do
+    if by_n[m.n] then order = nil break end
+    by_n[m.n], order[i] = m, m.n
+  end
+  if order then
+    table.sort(order)
+    for i, n in ipairs(order) do taken[i] = by_n[n] end
+  else
+    table.sort(taken, function(a, b)
+      if a.n ~= b.n then return a.n < b.n end
+      if a.created ~= b.created then return a.created < b.created end
+      return a.id < b.id
+    end)
+  end
   local size = hot_size or typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
     typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot) - skipped
   return taken, total, size
