@@ -810,7 +810,9 @@ def layout_cases() -> list[Any]:
         pytest.param(script, keys, argv, code, id=f"{script} {label}")
         for script, spec in sorted(specs().items())
         for label, keys, argv, code in bad_layouts(
-            spec.key_names(NS), spec.keys, spec.argv(good_args(script)),
+            spec.key_names(NS),
+            spec.keys,
+            spec.argv(good_args(script)),
             len(spec.args) - 1 if spec.group == 1 else None,
         )
     ]
