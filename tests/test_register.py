@@ -60,8 +60,11 @@ def test_every_header_declares_exactly_what_the_script_uses() -> None:
         body = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
         included = re.findall(r"^--@include lib/(\S+)", text, re.M)
         code = body + "\n".join(libs[lib] for lib in included)
-        # configure reads its policy fields as ARGV[i + 1] in a loop, remember_many its items
-        positional = {"configure": set(spec.args[1:-1]), "remember_many": {"items"}}
+        # configure reads its policy fields as ARGV[i + 1] in a loop; a variadic script
+        # (remember_many's items, context's skip) its last argument's values
+        positional = {"configure": set(spec.args[1:-1])}
+        if spec.group:
+            positional[name] = {spec.args[-1]}
         direct = r"\bKEYS\[" if name in positional else r"\b(KEYS|ARGV)\["
         assert not re.search(direct, body), f"{name} reads KEYS or ARGV directly"
         # A helper file serves several scripts, so it may name keys a given
