@@ -431,6 +431,16 @@ def test_the_window_fits_script_runs(server: Server) -> None:
     assert len(rows) == 2 and all(r[1] == "the same" and float(r[0]) > 0 for r in rows), out
 
 
+def test_the_context_ab_script_runs(server: Server) -> None:
+    # benchmarks/context_ab.py (RESULTS.md quotes it): context on G1's namespace, A/B
+    args = ["--warm", "300", "--rounds", "2", "--calls", "2"]
+    out = run_benchmark(server, ["context_ab.py", LUA, "URL", *args])
+    row = re.search(
+        r"A +([\d.]+) µs +B +([\d.]+) µs +B / A (\d\.\d{3}) \| replies: (.*)$", out, re.M
+    )
+    assert row and row[4] == "the same" and float(row[3]) > 0, out
+
+
 def test_the_session_turns_script_runs(server: Server) -> None:
     # benchmarks/session_turns.py (RESULTS.md quotes it): G1, memevict against RedisSession
     args = ["--rounds", "2", "--turns", "8", "--warm", "60", "--concurrent", "3"]

@@ -38,6 +38,7 @@ from memevict.integrations._conversation import approx_tokens
 from memevict.integrations.openai_agents import (
     MemevictSession,
     entries_of,
+    loads_all,
     message_of,
     whole_tail,
 )
@@ -321,3 +322,16 @@ def test_a_reasoning_item_is_linked_to_the_item_after_it() -> None:
     assert entries[0].group is None and left_open == entries[1].group is not None
     later, _ = entries_of([message], left_open)
     assert later[0].group == left_open
+
+
+def test_loads_all_reads_each_text_as_its_own_item() -> None:
+    """One parse of all texts where each is one object; where one is not, each text alone,
+    so a text edited by hand fails as itself and never shifts the items after it."""
+    items = [{"role": "user", "content": 'a "quoted", [bracketed] text'}, {"type": "x", "n": 1}]
+    texts = [json.dumps(item) for item in items]
+    assert loads_all(texts) == items and loads_all([]) == []
+    with pytest.raises(json.JSONDecodeError):  # two objects in one text: not two items
+        loads_all(['{"a":1},{"b":2}', texts[0]])
+    with pytest.raises(json.JSONDecodeError):
+        loads_all([texts[0], '{"cut'])
+    assert loads_all(["[1]", texts[1]]) == [[1], items[1]]  # (not an object: read alone)

@@ -461,24 +461,31 @@ def test_the_window_tells_a_namespace_created_again(
     assert again.epoch > first.epoch and [m.id for m in again] == ["b"]
 
 
+@pytest.mark.parametrize("plain", [False, True])
 @pytest.mark.parametrize("tokens", [None, 40, 300, 10_000])
-def test_context_is_the_window_as_ids_and_texts(make_store: StoreFactory, tokens: int) -> None:
+def test_context_is_the_window_as_ids_and_texts(
+    make_store: StoreFactory, tokens: int, plain: bool
+) -> None:
     """The same memories in the same order, ranked (40, 300) or all of a hot tier that fits
-    (10,000: context reads no scores) or without a budget; a memory without text has None."""
+    (10,000: context reads no scores) or without a budget; a memory without text has None.
+    plain: no group, whitelist or protection, so that a ranked context reads the hot index
+    alone, without its keys, over more than one chunk of 100."""
     store = make_store(max_hot=1000, protect_s=0)
     rng = random.Random(5)
-    for k in range(120):
+    for k in range(250 if plain else 120):
         store.remember(
             f"m{k}",
             rng.choice([1.0, 3.0, 7.0, 10.0]),
             text=None if k % 9 == 0 else f"text {k}",
-            whitelist=k % 25 == 0,
+            whitelist=k % 25 == 0 and not plain,
             tokens=rng.randint(1, 9),
-            group=f"g{k // 3}" if k % 5 == 0 else None,
+            group=f"g{k // 3}" if k % 5 == 0 and not plain else None,
             now=T0 + k * S,
         )
-    window = store.window(tokens, now=T0 + 200 * S)
-    context = store.context(tokens, now=T0 + 200 * S)
+    if plain:  # (ranked: more than one chunk of candidates)
+        tokens = {40: 40, 300: 1000}.get(tokens, tokens)
+    window = store.window(tokens, now=T0 + 300 * S)
+    context = store.context(tokens, now=T0 + 300 * S)
     assert [(m.id, m.text) for m in window] == list(context)
     assert (window.tokens, window.left, window.epoch) == (
         context.tokens,
@@ -486,7 +493,10 @@ def test_context_is_the_window_as_ids_and_texts(make_store: StoreFactory, tokens
         context.epoch,
     )
     if tokens in (None, 10_000):  # every hot memory, those stored without text too
-        assert len(context) == 120 and sum(text is None for _, text in context) == 14
+        assert len(context) == (250 if plain else 120)
+        assert sum(text is None for _, text in context) == (28 if plain else 14)
+    else:  # ranked: some left out
+        assert 0 < len(context) < (250 if plain else 120)
 
 
 def test_context_leaves_out_what_it_is_told_to_skip(make_store: StoreFactory) -> None:

@@ -174,6 +174,15 @@ def as_text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
+def _texts(values: Sequence[Any]) -> list[Any]:
+    """:func:`as_text` of each value (None stays None); a list of bytes, the usual reply,
+    decoded in one comprehension (~half the time of a call per value)."""
+    try:
+        return [value.decode("utf-8", "surrogateescape") for value in values]
+    except AttributeError:  # (str from a client that decodes, or None)
+        return [None if value is None else as_text(value) for value in values]
+
+
 def _memory(reply: Sequence[Any]) -> Memory:
     id_, importance, score, tier, whitelisted, until, created, last, text, tokens, group = reply
     return Memory(
@@ -412,9 +421,7 @@ def context(tokens: int | None, *, now: int | None, skip: Sequence[str] = ()) ->
 
     def parse(reply: Sequence[Any]) -> Context:
         ids, texts, total, left, epoch = reply
-        items = tuple(
-            (as_text(i), None if t is None else as_text(t)) for i, t in zip(ids, texts, strict=True)
-        )
+        items = tuple(zip(_texts(ids), _texts(texts), strict=True))
         return Context(items, int(total), int(left), int(epoch))
 
     return Call("context", {"budget": _budget(tokens), "now": _now(now), "skip": left_out}, parse)

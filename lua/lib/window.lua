@@ -97,12 +97,20 @@ local function choose_window(budget, now, p, st, skip, slim)
 
   local all, sum, hot_size = everything()
 
+  -- Only the hot index holds memories (no group, none protected or
+  -- whitelisted: a conversation without tools or instructions) and no score
+  -- is wanted: its own order is the rank, so its ids are read without their
+  -- keys and only what the choice and the order use of their metadata
+  -- decoded (a hot index member is neither cold nor whitelisted).
+  local lean = slim and not all and typed_read('ZCARD', KEY.fresh) == 0 and
+    typed_read('ZCARD', KEY.ghot) == 0 and typed_read('ZCARD', KEY.wl) == 0
+
   local streams = {}
-  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh}) do
+  for _, index in ipairs(lean and {KEY.hot} or {KEY.hot, KEY.ghot, KEY.fresh}) do
     streams[#streams + 1] = {index = index, items = {}, at = 1, offset = 0, done = false}
   end
   local wl = {index = false, items = {}, at = 1, done = true}
-  local wl_ids = all and {} or rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
+  local wl_ids = (all or lean) and {} or rcall('ZRANGE', KEY.wl, 0, MAX_SEEN - 1) -- (whitelist_cap <= 200)
   if #wl_ids > 0 then
     for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(wl_ids))) do
       if raw then
@@ -114,7 +122,31 @@ local function choose_window(budget, now, p, st, skip, slim)
   end
   streams[#streams + 1] = wl
 
+  local function peek_lean(s)
+    if s.at > #s.items and not s.done then
+      local ids = rcall('ZRANGE', s.index, s.offset, s.offset + CHUNK - 1, 'REV')
+      s.offset, s.items, s.at = s.offset + CHUNK, {}, 1
+      s.done = #ids < CHUNK
+      if #ids > 0 then
+        for i, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+          if not raw then
+            s.items[i] = {id = ids[i], lost = true}
+          elseif #raw < META_BYTES then
+            s.items[i] = unpack_meta(ids[i], raw)
+          else
+            local created = struct.unpack('<d', raw, 17)
+            local tokens, n = struct.unpack('<dd', raw, 50)
+            s.items[i] = {id = ids[i], created = created, tokens = tokens, n = n,
+              group = string.sub(raw, META_BYTES + 1)}
+          end
+        end
+      end
+    end
+    return s.items[s.at]
+  end
+
   local function peek(s)
+    if lean then return peek_lean(s) end
     if s.at > #s.items and not s.done then
       local entries = rcall('ZRANGE', s.index, s.offset, s.offset + CHUNK - 1, 'REV', 'WITHSCORES')
       s.offset, s.items, s.at = s.offset + CHUNK, {}, 1

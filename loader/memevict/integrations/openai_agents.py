@@ -59,6 +59,19 @@ def _text_of(value: object) -> str:
     return ""
 
 
+def loads_all(texts: Sequence[str]) -> list[Item]:
+    """The items of texts this session stored (each one JSON object): one ``json.loads``
+    of them as one array (a third of the time of one call per text), checked to hold one
+    object per text; one call per text where it does not (a text edited by hand: the
+    error, if any, is that text's)."""
+    if texts:
+        with contextlib.suppress(ValueError):
+            items = json.loads(f"[{','.join(texts)}]")
+            if len(items) == len(texts) and all(isinstance(item, dict) for item in items):
+                return list(items)
+    return [json.loads(text) for text in texts]
+
+
 def message_of(item: Item) -> Message:
     """What the labeler reads of an item."""
     kind = str(item.get("type") or "message")
@@ -206,7 +219,7 @@ class MemevictSession:
         """The window in time order (its last ``limit`` items), with no tool call cut from
         its output nor reasoning item from the item after it."""
         recent = recent_of(self._added, self.recent)
-        items = [json.loads(text) for _, text in await self.conversation.window(recent=recent)]
+        items = loads_all([text for _, text in await self.conversation.window(recent=recent)])
         return whole_calls(items) if limit is None else whole_tail(items, limit)
 
     async def add_items(self, items: list[Item]) -> None:
