@@ -65,7 +65,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import re
 import secrets
 import sys
 import time
@@ -103,8 +102,9 @@ from memevict.integrations.langchain import MemevictMiddleware
 from memevict.integrations.openai_agents import MemevictSession
 from memevict.integrations.pydantic_ai import SyncMemevictHistory
 from memevict.policy import Policy
+from memevict.simulate.locomo import read_locomo
 from memevict.simulate.sessions import generate_sessions
-from memevict.simulate.transcript import MemoryTurn
+from memevict.simulate.transcript import MemoryTurn, Transcript
 
 ADAPTERS = ("openai", "langchain", "pydantic-ai")
 BUDGETS = (2000, 5000, 10000)
@@ -173,98 +173,29 @@ class Call:
     previous: tuple[str, ...]  # the previous exchange: assistant message, user message before
 
 
-_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
-
-
-def canonical(dia_id: str) -> str | None:
-    """``D<session>:<turn>`` without leading zeros ("D:11:26" and "D30:05" too)."""
-    found = _EVIDENCE.fullmatch(dia_id.strip())
-    return None if found is None else f"D{int(found[1])}:{int(found[2])}"
-
-
-def normalise_evidence(
-    raw: object, turns: dict[str, str], notes: Counter[str], dropped: list[str]
-) -> tuple[str, ...]:
-    """The turn ids a question's evidence names. ``turns``: canonical id -> turn id.
-    Counts in ``notes`` what it split or fixed; appends to ``dropped`` the ids naming no
-    turn."""
-    ids: list[str] = []
-    for entry in raw if isinstance(raw, list) else []:
-        pieces = [p for p in re.split(r"[;,\s]+", str(entry)) if p]
-        if len(pieces) > 1:
-            notes["evidence strings holding several ids"] += 1
-        for piece in pieces:
-            fixed = canonical(piece)
-            if fixed is not None and fixed != piece:
-                notes["evidence ids fixed ('D:' or leading zeros)"] += 1
-            if fixed is None or fixed not in turns:
-                dropped.append(piece)
-            else:
-                ids.append(turns[fixed])
-    return tuple(dict.fromkeys(ids))
-
-
-def _caption(turn: dict[str, Any]) -> str:
-    text = str(turn.get("text") or "")
-    caption = turn.get("blip_caption")
-    return f"{text} [shares a photo: {caption}]" if caption else text
-
-
-def read_locomo(sample: dict[str, Any], name: str) -> Conversation:
-    """One LoCoMo sample (sessions at the top level or under ``conversation``)."""
-    sessions = sample.get("conversation", sample)
-    speakers = {sessions["speaker_a"]: "user", sessions["speaker_b"]: "assistant"}
-    numbered = sorted(
-        (int(m[1]), key) for key in sessions if (m := re.fullmatch(r"session_(\d+)", key))
-    )
-    notes: Counter[str] = Counter()
-    turns: list[Turn] = []
-    by_canonical: dict[str, str] = {}  # canonical(dia_id) -> turn id
-    for _, key in numbered:
-        for raw in sessions[key] or []:
-            role = speakers.get(raw.get("speaker"))
-            if role is None:
-                notes["turns of a third speaker (dropped)"] += 1
-                continue
-            id = str(raw["dia_id"])
-            if (canonical(id) or id) in by_canonical:  # evidence names the first of them
-                notes["duplicate turn ids (renamed)"] += 1
-                by_canonical[f"{id}#{len(turns)}"] = id = f"{id}#{len(turns)}"
-            else:
-                by_canonical[canonical(id) or id] = id
-            turns.append(Turn(id, role, _caption(raw)))  # type: ignore[arg-type]
-    questions: list[Question] = []
-    dropped: list[str] = []
-    no_evidence: Counter[int] = Counter()
-    for qa in sample.get("qa", []):
-        category = qa.get("category")
-        evidence = normalise_evidence(qa.get("evidence"), by_canonical, notes, dropped)
-        if not evidence:
-            no_evidence[category] += 1
-            continue
-        questions.append(Question(str(qa.get("question")), evidence, category))
-    kept = Counter(q.category for q in questions)
-    return Conversation(
-        name,
-        turns,
-        questions,
-        {
-            **notes,
-            "evidence ids naming no turn (dropped)": dropped,
-            "questions without valid evidence (dropped), by category": dict(no_evidence),
-            "questions kept, by category": dict(kept),
-        },
-    )
-
-
 def read_path(path: Path) -> list[Conversation]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, dict):
-        return [read_locomo(data, path.stem)]
-    return [
-        read_locomo(sample, str(sample.get("sample_id") or f"{path.stem}[{i}]"))
-        for i, sample in enumerate(data)
+    """A LoCoMo file's conversations, read by memevict.simulate.locomo (evidence defects
+    fixed or dropped, and counted, there)."""
+    return [conversation_of(t, path) for t in read_locomo(path)]
+
+
+def conversation_of(transcript: Transcript, path: Path) -> Conversation:
+    """A transcript read from ``path`` as a conversation: named by its file (one sample) or
+    its sample id (a list)."""
+    source = transcript.source
+    name = path.stem if source == str(path) else source[len(str(path)) + 1 :]
+    turns = [
+        Turn(e.id, "user" if e.role == "user" else "assistant", e.text or "")
+        for e in transcript.events
+        if isinstance(e, MemoryTurn)
     ]
+    questions = [
+        Question(q.question, q.evidence, int(q.category) if q.category else None)
+        for q in transcript.questions
+    ]
+    kept = Counter(q.category for q in questions)
+    notes = {**dict(transcript.notes), "questions kept, by category": dict(kept)}
+    return Conversation(name, turns, questions, notes)
 
 
 def generated(seed: int) -> Conversation:

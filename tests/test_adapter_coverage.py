@@ -10,15 +10,14 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
+from tests.locomo_fixture import tiny_sample
 from tests.servers import Server
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "adapter_coverage.py"
 BUDGET = 100  # tokens: the last ten turns of the tiny file (10 tokens each)
-WIDTH = 40  # characters of every line of the tiny file: 10 tokens at 4 characters a token
 
 
 @functools.cache
@@ -32,51 +31,14 @@ def _script() -> ModuleType:
     return module
 
 
-def _line(text: str) -> str:
-    return text.ljust(WIDTH, ".")[:WIDTH]
-
-
-def _tiny() -> dict[str, Any]:
-    """Two sessions of 15 turns. Ana (speaker_a, the user) opens the first and Ben the
-    second (his second message in a row: no model call); Ana speaks twice in a row once."""
-    one = ["Ana", "Ben"] * 6 + ["Ana", "Ana", "Ben"]  # D1:13 and D1:14 both Ana's
-    two = ["Ben", "Ana"] * 7 + ["Ben"]
-    sample: dict[str, Any] = {"speaker_a": "Ana", "speaker_b": "Ben"}
-    for number, speakers in ((1, one), (2, two)):
-        sample[f"session_{number}_date_time"] = f"1:00 pm on {number} May, 2023"
-        sample[f"session_{number}"] = [
-            {"speaker": who, "dia_id": f"D{number}:{i}", "text": _line(f"{who} says line {i}")}
-            for i, who in enumerate(speakers, start=1)
-        ]
-    sample["session_1"][1]["blip_caption"] = "a photo of a red kayak"
-    sample["qa"] = [
-        # two ids in one string
-        {"question": "Q1?", "answer": "a", "evidence": ["D1:3; D2:12"], "category": 1},
-        # "D:2:5" and a leading zero
-        {"question": "Q2?", "answer": "b", "evidence": ["D:2:5", "D1:05"], "category": 2},
-        # a space-separated pair, one of which names no turn
-        {"question": "Q3?", "answer": "c", "evidence": ["D2:14 D9:9"], "category": 4},
-        # adversarial, its only id naming no turn: dropped
-        {"question": "Q4?", "evidence": ["D7:1"], "category": 5, "adversarial_answer": "d"},
-    ]
-    return sample
-
-
-def test_the_tiny_file_is_read_with_its_defects_fixed(tmp_path: Path) -> None:
+def test_the_tiny_file_is_read_as_calls(tmp_path: Path) -> None:
+    # (the reader itself, memevict.simulate.locomo, is tested in test_locomo.py)
     path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(_tiny()))
+    path.write_text(json.dumps(tiny_sample()))
     (conversation,) = _script().read_path(path)
-    assert [q.evidence for q in conversation.questions] == [
-        ("D1:3", "D2:12"),
-        ("D2:5", "D1:5"),
-        ("D2:14",),
-    ]
-    assert conversation.turns[1].text.endswith(" [shares a photo: a photo of a red kayak]")
-    notes = conversation.notes
-    assert notes["evidence strings holding several ids"] == 2
-    assert notes["evidence ids fixed ('D:' or leading zeros)"] == 2
-    assert notes["evidence ids naming no turn (dropped)"] == ["D9:9", "D7:1"]
-    assert notes["questions without valid evidence (dropped), by category"] == {5: 1}
+    assert conversation.name == "tiny" and len(conversation.turns) == 30
+    assert [q.category for q in conversation.questions] == [1, 2, 4]
+    assert conversation.notes["evidence ids naming no turn (dropped)"] == 2
     calls = _script().calls_of(conversation.turns)
     # D1:15 answers D1:13 and D1:14 together; D2:1 (Ben again) rides with D2:2's call,
     # whose previous exchange is then D2:1 and the last user message before it
@@ -84,8 +46,8 @@ def test_the_tiny_file_is_read_with_its_defects_fixed(tmp_path: Path) -> None:
     assert calls[6].answer.id == "D1:15" and calls[6].previous == ("D1:12", "D1:11")
     assert [t.id for t in calls[7].prior] == ["D2:1"] and calls[7].previous == ("D2:1", "D1:14")
     assert calls[-1].answer is None and calls[-1].previous == ("D2:15", "D2:14")
-    # the same as a list of samples, sessions under "conversation"
-    sample = _tiny()
+    # the same as a list of samples, sessions under "conversation": named by sample id
+    sample = tiny_sample()
     listed = {"sample_id": "s1", "qa": sample.pop("qa"), "conversation": sample}
     path.write_text(json.dumps([listed]))
     (again,) = _script().read_path(path)
@@ -97,7 +59,7 @@ def test_a_tiny_run_through_every_adapter(
     server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, out = tmp_path / "tiny.json", tmp_path / "coverage.json"
-    path.write_text(json.dumps(_tiny()))
+    path.write_text(json.dumps(tiny_sample()))
     args = [str(path), "--generated", "1", "--budgets", str(BUDGET), "--url", server.url]
     args += ["--policy", "half_life_memories=300", "--json", str(out)]
     assert _script().main(args) == 0

@@ -369,9 +369,12 @@ def test_a_question_is_kept_with_its_answer(server: Server) -> None:
             agent.invoke({"messages": [HumanMessage(f"fine, go on with item {n}")]}, thread)
         conversation = middleware.conversation(middleware.thread_namespace("asked"))
         asked = conversation.store.get("q1")
-        assert asked is not None and asked.importance == 7.0 - ASKED_BELOW  # above chatter
-        texts = [text for _, text in conversation.window()]
-        assert any(answer in t for t in texts) and any(question in t for t in texts)
+        window = conversation.window()
+        (answered,) = [conversation.store.get(id) for id, text in window if answer in text]
+        assert answered is not None and answered.importance > 7.0 * 0.9  # business data
+        assert asked is not None  # (above chatter, context at 3.3 at most)
+        assert asked.importance == pytest.approx(answered.importance - ASKED_BELOW)
+        assert any(question in text for _, text in window)
     finally:
         middleware.clear_session("asked")
         middleware.close()

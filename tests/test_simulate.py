@@ -983,7 +983,7 @@ def test_several_transcripts_report_mean_min_and_max(
 
 @pytest.mark.parametrize(
     ("pattern", "message"),
-    [("nowhere/*.jsonl", "no file matches"), ("empty", "no *.jsonl in directory")],
+    [("nowhere/*.jsonl", "no file matches"), ("empty", "no *.jsonl or *.json in directory")],
 )
 def test_a_transcript_pattern_matching_nothing_is_a_usage_error(
     server: Server, client: redis.Redis, tmp_path: Path, pattern: str, message: str

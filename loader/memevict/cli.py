@@ -6,7 +6,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import redis
@@ -20,6 +20,9 @@ from memevict.policy import CLOCKS, Policy
 from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
 from memevict.scripts import specs
 from memevict.store import MemoryStore
+
+if TYPE_CHECKING:  # (the simulate package loads only when simulate runs)
+    from memevict.simulate import Transcript
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -636,7 +639,7 @@ def _simulated_policy_options(command: F) -> F:
 
 
 def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
-    """Each --transcript: a file, a directory (its *.jsonl, sorted) or a glob."""
+    """Each --transcript: a file, a directory (its *.jsonl and *.json, sorted) or a glob."""
     import glob
     from pathlib import Path
 
@@ -644,13 +647,15 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     for pattern in patterns:
         path = Path(pattern)
         if path.is_dir():
-            matches = sorted(str(p) for p in path.glob("*.jsonl") if p.is_file())
+            matches = sorted(
+                str(p) for p in (*path.glob("*.jsonl"), *path.glob("*.json")) if p.is_file()
+            )
         elif path.is_file():
             matches = [pattern]
         else:
             matches = sorted(p for p in glob.glob(pattern) if Path(p).is_file())
         if not matches:
-            what = "*.jsonl in directory" if path.is_dir() else "file matches"
+            what = "*.jsonl or *.json in directory" if path.is_dir() else "file matches"
             raise click.UsageError(f"--transcript {pattern}: no {what} {pattern}")
         found.update(dict.fromkeys(matches))
     return list(found)
@@ -662,8 +667,9 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     "transcript_patterns",
     multiple=True,
     metavar="FILE|DIR|GLOB",
-    help="Replay this JSONL log (see the README) instead of a generated transcript; a "
-    "directory means its *.jsonl, a glob its matches (repeatable).",
+    help="Replay this JSONL log (see the README), or a LoCoMo file (*.json: locomo10.json, "
+    "or one sample), instead of a generated transcript; a directory means its *.jsonl and "
+    "*.json, a glob its matches (repeatable).",
 )
 @click.option(
     "--generator",
@@ -773,7 +779,7 @@ def simulate(
 
     from click.core import ParameterSource
 
-    from memevict.simulate import Transcript, generate, memevict_policies, read_jsonl
+    from memevict.simulate import generate, memevict_policies
     from memevict.simulate import simulate as replay_all
     from memevict.simulate.plot import draw, matplotlib_missing
     from memevict.simulate.replay import POLICIES
@@ -817,7 +823,9 @@ def simulate(
     turn_ms = round(turn_s * 1000)
     transcripts: list[Transcript] = []
     if transcript_patterns:
-        transcripts = [read_jsonl(p, turn_ms) for p in _transcript_paths(transcript_patterns)]
+        transcripts = [
+            t for path in _transcript_paths(transcript_patterns) for t in _read(path, turn_ms)
+        ]
     elif generator == "sessions":
         from memevict.simulate.sessions import generate_sessions
 
@@ -872,6 +880,16 @@ def simulate(
             draw(result, plot_file)
     else:
         _emit({**summary_json(results), "window": window}, as_json, lambda: summary_table(results))
+
+
+def _read(path: str, turn_ms: int) -> list[Transcript]:
+    """A --transcript file's transcripts: a LoCoMo file (*.json) holds one per sample."""
+    from memevict.simulate import read_jsonl
+    from memevict.simulate.locomo import read_locomo
+
+    if path.endswith(".json"):
+        return read_locomo(path, turn_ms)
+    return [read_jsonl(path, turn_ms)]
 
 
 def _chosen_policies(listed: str | None, known: tuple[str, ...]) -> tuple[str, ...]:

@@ -10,7 +10,10 @@ assistant) where what matters later is who did what, when.
 
 Categories
 ----------
-:data:`CATEGORIES` is the README's "Reference importances" table, and its one source::
+:data:`CATEGORIES` is the README's "Reference importances" table, and its one source. A
+message of business, conclusion, context or chitchat gets its category's importance times
+1 +/- up to 10% by its *detail* (below), so messages of one category are ranked among
+themselves and no category reaches the next::
 
     instruction  10  user instruction / configuration
     tool_error    8  tool error / alert
@@ -48,12 +51,15 @@ In this order; the first that applies decides, and ``Label.rule`` is its name.
     "from now on", "going forward", "from here on", "for all future", "in (the) future,
     please/always/never/use ...", "I want/I'd like/I need you to", "address me as",
     "call me <Name>", "remind me", "keep/make (your) answers/replies/responses ...", "I
-    prefer/like/want ... answers/replies/responses", "you must/should always/never/not".
-    At the start of a sentence (after an optional "please"): "always ...", "never ...",
-    "do not/don't ...", "remember to/that", "make sure", "don't forget", "stop <doing>",
-    "avoid ...", "use ...", "only use/answer/reply/...", "answer/reply/respond/write in
-    <language or format>". Idioms are not orders: "never mind", "never give up", "don't
-    worry", "always happy to help".
+    prefer/like/want ... answers/replies/responses", "you must/should always/never/not",
+    "please/can you/could you/... remind me".
+    At the start of a sentence (after an optional "please"), and only in a message that
+    addresses nobody by name (between people, "Make sure yours stands out, Jon" is advice):
+    "always ...", "never ...", "do not/don't ...", "remember to/that", "remind me",
+    "make sure", "don't forget", "stop <doing>", "avoid ...", "use ...", "only use/answer/
+    reply/...", "answer/reply/respond/write in <language or format>". Idioms and stories are
+    not orders: "never mind", "never give up", "never saw it coming", "don't worry",
+    "always happy to help", "they remind me why ...".
  8. ``credential`` -> instruction: "my/our/the/your <API key, password, token, secret, PIN,
     passphrase, username, (deploy) key, ...> is/are/=/: <value>" (not "... is wrong/expired/
     too weak", nor "the key is to ...").
@@ -94,7 +100,9 @@ Looked for by rules 11-16, each at most once per message and only when a rule as
   dated event.
 - *name*: a capitalised word (a capital then lowercase letters) after a space that does
   not open a sentence or a line and is not a month or weekday: "Lisbon" in "we flew to
-  Lisbon", not "Sure" in "Sure, see you" nor "I'm".
+  Lisbon", not "Sure" in "Sure, see you" nor "I'm". Not a name addressing the other person
+  (after a comma or a greeting, before punctuation: "Thanks, Gina!", "Hey Jon!", "I won't
+  quit, Gina."): that is no fact about anyone.
 - *personal*: a personal fact, preference, life event, plan or decision:
 
   - "my/our <family member, friend, partner, pet, job, company, home, car, birthday,
@@ -108,7 +116,18 @@ Looked for by rules 11-16, each at most once per message and only when a rule as
   - "I'm/we're going to/gonna/planning/thinking of/hoping to/about to/moving/visiting/
     flying/leaving/starting ...", "I/we (have) decided/plan/booked/scheduled/signed up/
     applied ...", "I/we (always) want(ed) to/hope to/would love to", "my/our plan/goal/
-    decision".
+    decision";
+  - what the speaker did or does: "I/we (just) <any verb in -ed>" or a common irregular
+    past (made, did, saw, took, found, went, got, ...), "I play/paint/volunteer/teach/...",
+    "I'm (currently) <doing>", and the same with the subject dropped, as chat does, at a
+    sentence start: "Just started aerial yoga", "Been busy volunteering", "Gonna ...".
+    Not when the verb's object is only it/that/this/you ("I found it", "I did it").
+- *detail* (grades the importance within a category, in [-1, 1]): +0.5 per doubling of
+  the word count past 12 (-0.5 per halving); +0.25 for each of up to two things the
+  speaker did (above); +0.1 for each of up to four first-person words (I, my, we, ...);
+  -0.1 for each of up to four second-person words (you, your, ...); -0.4 for a question
+  mark; +0.2 for a time. Later questions ask about what a person told of their own life,
+  at length; reactions to the other person and questions back tell little.
 - *social*: greetings, thanks, goodbyes and reactions: hi, hello, good morning, thanks,
   appreciate, take care, see you, cheers, haha, lol, wow, awesome, great, cool, nice,
   amazing, congrats, sounds, glad, sorry to hear, good luck, me too, sure, ok, yes, yeah,
@@ -155,6 +174,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -245,7 +265,8 @@ _LANGUAGES = _any(
 _STANDING_ORDER = re.compile(
     rf"{_B}(?:from now on|going forward|from here on|for all future"
     r"|in (?:the )?future,? (?:please|always|never|don't|do not|use|only)\b"
-    r"|i want you to|i'd like you to|i need you to|address me as|remind me\b"
+    r"|i want you to|i'd like you to|i need you to|address me as"
+    r"|(?:please|can you|could you|would you|will you|don't forget to) remind me\b"
     r"|(?:keep|make) (?:your |the |all )?(?:answers|replies|responses)\b"
     r"|i (?:prefer|like|want|'d like|would like) (?:\w+ ){0,3}(?:answers|replies|responses)\b"
     r"|you (?:must|should|shall) (?:always|never|not)\b)"
@@ -253,9 +274,13 @@ _STANDING_ORDER = re.compile(
 _IMPERATIVE = re.compile(  # a standing order that opens a sentence
     rf"{_SENTENCE_START}(?:please\s+)?(?:"
     r"always (?!" + _any("happy glad good great nice fun a the so been was is") + r"\b)"
-    r"|never (?!" + _any("mind give_up ever again a the been was is") + r"\b)"
+    r"|never (?!"
+    + _any("mind give_up ever again a the been was is")
+    + r"\b|\w+ed\b|"
+    + _any("saw had thought knew felt got went did made took expected")
+    + r"\b)"
     r"|(?:do not|don't) (?!" + _any("worry mention_it be feel know think") + r"\b)"
-    r"|remember (?:to|that)|make sure|don't forget|stop \w+ing|avoid \w|use \w"
+    r"|remember (?:to|that)|make sure|don't forget|stop \w+ing|avoid \w|use \w|remind me\b"
     r"|only (?:use|answer|reply|respond|write|include|show|send) "
     rf"|(?:answer|reply|respond|write|talk|speak)(?: to me)?(?: only)? in {_LANGUAGES}\b)"
 )
@@ -389,6 +414,28 @@ _NUMBER_WORD = re.compile(
     + r"\b"
 )
 _CAPITALISED_CASED = re.compile(r"[ \t]+([A-Z][a-z]+)")
+# A name addressing the other person ("Thanks, Gina!", "Hey Jon!", "I won't quit, Gina."):
+# after a comma or a greeting, before punctuation or the end. Not a fact about anyone.
+_VOCATIVE_CASED = re.compile(
+    r"(?:,|\b(?:[Hh]e+y|[Hh]i|[Hh]ello|[Hh]iya|[Tt]hanks|[Tt]hank you|[Ww]ow|[Ww]oah|[Cc]ongrats"
+    r"|[Bb]ye|[Dd]ear|[Yy]o|[Oo]h|[Yy]eah|[Yy]es|[Yy]ep|[Ss]orry|[Ss]ure|[Aa]w+)),?[ \t]+"
+    r"([A-Z][a-z]+)(?=\s*[,!.?;:)]|\s*$|\s+[-\u2013\u2014])"
+)
+_FIRST_PERSON = re.compile(
+    rf"{_B}(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us)\b"
+)
+_SECOND_PERSON = re.compile(rf"{_B}(?:you|you're|you've|your|yours|yourself)\b")
+_NARRATIVE = re.compile(  # the speaker telling what they did or do
+    rf"{_B}(?:i|we)(?: just| finally| recently| also| actually| even| really| still)? (?:\w{{2,}}ed"
+    r"|made|did|saw|took|gave|found|felt|heard|spent|kept|brought|taught|built|set up|came"
+    r"|left|began|wrote|ran|won|met|went|got|bought|sold|told|read|had"
+    r"|play|paint|write|swim|cook|bake|volunteer|collect|practi[cs]e|watch|sing|dance|draw"
+    r"|knit|hike|ride|teach|coach|mentor|run|read|own)\b(?! (?:it|that|this|you)\b)"
+    r"|(?:i'm|i am|we're|we are) (?:currently |now |still |really |also )?\w{3,}ing\b"
+    # subject dropped, as chat does: "Just started yoga", "Been busy volunteering"
+    rf"|{_SENTENCE_START}(?:just |recently |finally |also )?(?:started|began|finished|joined"
+    r"|got|took up|picked up|been \w+ing|been busy|gonna|going to|signed up|moved)\b"
+)
 _NOT_BEFORE_A_NAME = frozenset('.!?:;"“([—-\n')  # a word after these opens a sentence
 _NOT_NAMES = frozenset(
     {
@@ -528,6 +575,7 @@ class _Seen:
     @cached_property
     def name(self) -> bool:
         text = self.text
+        vocatives: set[int] | None = None
         for found in _CAPITALISED_CASED.finditer(text):
             start = found.start()
             if (
@@ -535,12 +583,34 @@ class _Seen:
                 and text[start - 1] not in _NOT_BEFORE_A_NAME
                 and found.group(1) not in _NOT_NAMES
             ):
-                return True
+                if vocatives is None:
+                    vocatives = {v.start(1) for v in _VOCATIVE_CASED.finditer(text)}
+                if found.start(1) not in vocatives:
+                    return True
         return False
 
     @cached_property
+    def vocative(self) -> bool:
+        """Whether it addresses someone by name: a message between people."""
+        return _VOCATIVE_CASED.search(self.text) is not None
+
+    @cached_property
+    def detail(self) -> float:
+        """How much the message tells about its speaker, in [-1, 1]: longer, in the first
+        person, telling what they did, with a time: more; about the other person ("you"),
+        or asking: less. It orders messages within a category (see :func:`label`)."""
+        low = self.low
+        d = 0.5 * math.log2(max(self.words, 1) / 12)  # 12 words: 0; 48: +1
+        d += 0.25 * min(len(_NARRATIVE.findall(low)), 2)
+        d += 0.1 * min(len(_FIRST_PERSON.findall(low)), 4)
+        d -= 0.1 * min(len(_SECOND_PERSON.findall(low)), 4)
+        d -= 0.4 * ("?" in low)
+        d += 0.2 * self.time
+        return max(-1.0, min(1.0, d))
+
+    @cached_property
     def personal(self) -> bool:
-        return _PERSONAL.search(self.low) is not None
+        return _PERSONAL.search(self.low) is not None or _NARRATIVE.search(self.low) is not None
 
     @cached_property
     def words(self) -> int:
@@ -554,9 +624,13 @@ class _Seen:
 
 def _standing_order(m: _Seen) -> bool:
     low = m.low
-    return not m.from_agent and bool(
-        _STANDING_ORDER.search(low) or _IMPERATIVE.search(low) or _ORDER_CASED.search(m.text)
-    )
+    if m.from_agent:
+        return False
+    if _STANDING_ORDER.search(low) or _ORDER_CASED.search(m.text):
+        return True
+    # A bare imperative ("make sure ...", "don't forget ...") is advice, not an order to the
+    # assistant, in a message that addresses a person by name.
+    return _IMPERATIVE.search(low) is not None and not m.vocative
 
 
 def _setting(m: _Seen) -> bool:
@@ -599,15 +673,25 @@ _RULES: Final[tuple[_Rule, ...]] = (
 # --- the API ------------------------------------------------------------------------------
 
 
+# The categories a message's detail moves within: its importance is the category's times
+# (1 + GRADED * detail), so a category never reaches the next (8 and 7 are closest).
+_GRADED_CATEGORIES = frozenset({"business", "conclusion", "context", "chitchat"})
+GRADED = 0.1
+
+
 def label(message: Message) -> Label:
-    """The category of ``message`` by the built-in rules, and the rule that decided it."""
+    """The category of ``message`` by the built-in rules, the rule that decided it, and its
+    importance: the category's, or for business, conclusion, context and chitchat, that
+    times 1 +/- up to 10% by the message's detail (:attr:`_Seen.detail`)."""
     if not isinstance(message, Message):
         raise BadArgument(f"label() takes a Message, not {type(message).__name__}")
     seen = _Seen(message)
-    for name, applies, category in _RULES:
-        if applies(seen):
-            return Label(category, CATEGORIES[category], name)
-    return Label("context", CATEGORIES["context"], "context")
+    found = next(((n, c) for n, applies, c in _RULES if applies(seen)), ("context", "context"))
+    name, category = found
+    importance = CATEGORIES[category]
+    if category in _GRADED_CATEGORIES:
+        importance *= 1 + GRADED * seen.detail
+    return Label(category, importance, name)
 
 
 def rules(message: Message) -> float:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memevict.simulate.policies import grid_of
+from memevict.simulate.quality import LabelerQuality, labeler_quality
 from memevict.simulate.replay import Answer, Answers, Outcome, Simulation
 from memevict.simulate.transcript import MemoryTurn, Transcript
 
@@ -96,13 +97,39 @@ def table(simulation: Simulation) -> str:
     measures = _measures(bool(simulation.transcript.questions))
     rows = [[key, *(_cell(m, o) for m in measures)] for key, o in _rows(simulation).items()]
     header = ["policy", *(m.title for m in measures)]
-    lines = [heading(simulation), "", *_aligned([header, *rows])]
+    lines = [heading(simulation), *_notes(simulation.transcript), "", *_aligned([header, *rows])]
     if simulation.hindsight is not None:
         lines += ["", HINDSIGHT_NOTE]
+    quality = labeler_quality(simulation.transcript)
+    if quality is not None:
+        lines += ["", *_quality_lines(quality)]
     over_time = _retention_rows(simulation.outcomes)
     if over_time:
         lines += ["", "Critical facts kept, by turn:", *_aligned(over_time)]
     return "\n".join(lines)
+
+
+def _notes(t: Transcript) -> list[str]:
+    """What reading the transcript fixed or dropped, a line each."""
+    return [f"  read: {what}: {n}" for what, n in t.notes]
+
+
+def _auc(quality: LabelerQuality | None) -> str:
+    return "-" if quality is None or quality.auc is None else f"{quality.auc:.3f}"
+
+
+def _quality_lines(q: LabelerQuality) -> list[str]:
+    """The importances against the evidence: AUC, then turns and evidence per importance."""
+    rows = [["importance", "turns", "share", "evidence", "of them evidence"]]
+    rows += [
+        [f"{x:g}", str(n), f"{n / q.turns:.0%}", str(e), f"{e / n:.0%}"]
+        for x, n, e in q.by_importance
+    ]
+    return [
+        f"Importance against the questions' evidence: AUC {_auc(q)} ({q.evidence} of "
+        f"{q.turns} turns are evidence; 0.5 is chance, 1.0 ranks every one first)",
+        *_aligned(rows),
+    ]
 
 
 def _cell(measure: Measure, o: Answers) -> str:
@@ -167,6 +194,7 @@ def _transcript(t: Transcript) -> dict[str, Any]:
     for e in said:
         if e.role is not None:
             roles[e.role] = roles.get(e.role, 0) + 1
+    quality = labeler_quality(t)
     return {
         "source": t.source,
         "turns": t.turns,
@@ -176,6 +204,17 @@ def _transcript(t: Transcript) -> dict[str, Any]:
         "sessions": len({e.session for e in said if e.session is not None}),
         "speakers": sorted({e.speaker for e in said if e.speaker is not None}),
         "roles": roles,
+        "notes": dict(t.notes),
+        "labeler": None
+        if quality is None
+        else {
+            "auc": quality.auc,
+            "turns": quality.turns,
+            "evidence": quality.evidence,
+            "by_importance": [
+                {"importance": x, "turns": n, "evidence": e} for x, n, e in quality.by_importance
+            ],
+        },
     }
 
 
@@ -280,16 +319,39 @@ def summary_table(simulations: Sequence[Simulation]) -> str:
         [key, *(_spread_cell(m, found[m.name]) for m in measures)] for key, found in spreads.items()
     ]
     windows = sorted({s.window for s in simulations})
+    qualities = [labeler_quality(s.transcript) for s in simulations]
     lines = [
         f"{len(simulations)} transcripts; window of {', '.join(map(str, windows))} memories.",
-        *(f"  {_described(s.transcript)}" for s in simulations),
-        "",
-        "Mean (min..max) over the transcripts:",
-        *_aligned([header, *rows]),
     ]
+    for s, quality in zip(simulations, qualities, strict=True):
+        auc = f"; labeler AUC {_auc(quality)}" if quality is not None else ""
+        lines += [f"  {_described(s.transcript)}{auc}", *_notes(s.transcript)]
+    lines += ["", "Mean (min..max) over the transcripts:", *_aligned([header, *rows])]
     if HINDSIGHT in spreads:
         lines += ["", HINDSIGHT_NOTE]
+    pooled = _pooled([q for q in qualities if q is not None])
+    if pooled is not None:
+        lines += ["", "All transcripts together:", *_quality_lines(pooled)]
     return "\n".join(lines)
+
+
+def _pooled(qualities: Sequence[LabelerQuality]) -> LabelerQuality | None:
+    """The per-importance counts of several transcripts added up; AUC the mean of theirs
+    (each transcript's evidence is its own questions')."""
+    if not qualities:
+        return None
+    counts: dict[float, tuple[int, int]] = {}
+    for q in qualities:
+        for x, n, e in q.by_importance:
+            had = counts.get(x, (0, 0))
+            counts[x] = (had[0] + n, had[1] + e)
+    aucs = [q.auc for q in qualities if q.auc is not None]
+    return LabelerQuality(
+        sum(q.turns for q in qualities),
+        sum(q.evidence for q in qualities),
+        sum(aucs) / len(aucs) if aucs else None,
+        tuple((x, n, e) for x, (n, e) in sorted(counts.items(), reverse=True)),
+    )
 
 
 def _spread_cell(measure: Measure, spread: Spread | None) -> str:

@@ -91,6 +91,7 @@ class Question:
     question: str
     evidence: tuple[str, ...]
     at: int | None = None
+    category: str | None = None  # the benchmark's kind of question (LoCoMo's 1-5), if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,8 @@ class Transcript:
     events: tuple[Event, ...]
     source: str
     questions: tuple[Question, ...] = ()
+    # What reading the source fixed or dropped, counted (a LoCoMo file's evidence defects).
+    notes: tuple[tuple[str, int], ...] = ()
 
     @property
     def unlabelled(self) -> int:
