@@ -29,6 +29,7 @@ from memevict.cli import main
 from memevict.commands import MAX_SCAN
 from memevict.scripts import key_name, lua_root
 from memevict.seed import SeedPeer
+from tests.locomo_fixture import tiny_sample
 from tests.seed import SeedTarget
 from tests.servers import Server
 
@@ -439,6 +440,24 @@ def test_the_context_ab_script_runs(server: Server) -> None:
         r"A +([\d.]+) µs +B +([\d.]+) µs +B / A (\d\.\d{3}) \| replies: (.*)$", out, re.M
     )
     assert row and row[4] == "the same" and float(row[3]) > 0, out
+
+
+def test_the_locomo_coverage_script_runs(server: Server, tmp_path: Path) -> None:
+    # benchmarks/locomo_coverage.py (RESULTS.md quotes it): coverage on LoCoMo files
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny_sample()))
+    labeler = "memevict.importance:rules"  # (a second labeler, by its dotted path)
+    args = ["--url", "URL", "--labeler", labeler, "--windows", "5", "--budgets", "60"]
+    out = run_benchmark(server, ["locomo_coverage.py", str(tmp_path), *args])
+    assert "1 conversations, 3 questions with evidence" in out, out
+    assert re.search(rf"labeler {labeler}: AUC against evidence \d\.\d{{3}}", out), out
+    rows = re.findall(r"^ +(\d+) (turns|tokens) +(\S+) +(\d+)/3 ", out, re.M)
+    kinds = ["fifo", "memevict/rules", f"memevict/{labeler}", "hindsight"]
+    assert sorted(r[2] for r in rows if r[1] == "turns") == sorted(kinds), out
+    assert sorted(r[2] for r in rows if r[1] == "tokens") == sorted(kinds), out
+    # hindsight covers at least what any policy does
+    for unit in ("turns", "tokens"):
+        got = {r[2]: int(r[3]) for r in rows if r[1] == unit}
+        assert got["hindsight"] >= max(got.values()), out
 
 
 def test_the_session_turns_script_runs(server: Server) -> None:

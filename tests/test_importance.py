@@ -226,6 +226,7 @@ def test_category(message: Message, category: str, rule: str | None) -> None:
     assert (got.category, got.rule if rule else None) == (category, rule), got
     assert_in_band(got)
     assert rules(message) == got.importance
+    assert importance.category_of(got.importance) == got.category
 
 
 def assert_in_band(got: Label) -> None:

@@ -91,7 +91,16 @@ def test_labeler_quality_counts_each_importance() -> None:
     t = Transcript(tuple(turns), "x", (Question("q", ("t0", "t1")), Question("r", ("t0",))))
     q = labeler_quality(t)
     assert q is not None and (q.turns, q.evidence) == (5, 2)
-    assert q.by_importance == ((7.0, 2, 1), (3.0, 2, 1), (1.0, 1, 0))
+    assert q.by_importance == (("7 business", 2, 1), ("3 context", 2, 1), ("1 chitchat", 1, 0))
+    # importances the rules never give are rows by value; past 12 values, by 0.1
+    odd = [MemoryTurn(f"t{i}", x, i) for i, x in enumerate([9.0, 6.0, 6.0])]
+    other = labeler_quality(Transcript(tuple(odd), "x", (Question("q", ("t1",)),)))
+    assert other is not None and other.by_importance == (("9", 1, 0), ("6", 2, 1))
+    values = [3.01, 3.02, 3.03, 3.04, 3.11, 3.12, 3.13, 3.14, 3.21, 3.22, 3.23, 3.24, 3.31]
+    many = [MemoryTurn(f"t{i}", x, i) for i, x in enumerate(values)]
+    other = labeler_quality(Transcript(tuple(many), "x", (Question("q", ("t0",)),)))
+    assert other is not None
+    assert other.by_importance == (("3.3", 1, 0), ("3.2", 4, 0), ("3.1", 4, 0), ("3", 4, 1))
     # evidence 7 and 3 against 3, 1, 7: (7 vs 3, 1: 2; vs 7: .5) + (3 vs 3: .5, 1: 1)
     assert q.auc == pytest.approx(4.0 / 6)
     assert labeler_quality(Transcript(tuple(turns), "x")) is None

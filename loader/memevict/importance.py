@@ -168,6 +168,9 @@ or an awaitable of it (a model call, say). :func:`importance_of` calls a synchro
 (:class:`~memevict.errors.BadImportance` otherwise). :func:`load_labeler` turns a string
 (from a command line or a config file) into a labeler: "rules" is :func:`rules`;
 "package.module:name" or "package.module.name" imports that callable.
+
+A model as the labeler: :mod:`memevict.labelers` (``chat_labeler`` makes one of any
+chat-completion call, and rates each message once).
 """
 
 from __future__ import annotations
@@ -677,6 +680,18 @@ _RULES: Final[tuple[_Rule, ...]] = (
 # (1 + GRADED * detail), so a category never reaches the next (8 and 7 are closest).
 _GRADED_CATEGORIES = frozenset({"business", "conclusion", "context", "chitchat"})
 GRADED = 0.1
+
+
+def category_of(importance: float) -> str | None:
+    """The category :func:`label` gives ``importance`` to (a graded category's band, or an
+    ungraded one's exact value); None for an importance the rules never give."""
+    for category, anchor in CATEGORIES.items():
+        if category in _GRADED_CATEGORIES:
+            if anchor * (1 - GRADED) <= importance <= anchor * (1 + GRADED):
+                return category
+        elif importance == anchor:
+            return category
+    return None
 
 
 def label(message: Message) -> Label:

@@ -23,7 +23,8 @@ from typing import Any, Generic, TypeVar
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
 from memevict.errors import BadArgument, BadNamespace
-from memevict.importance import Labeler, Message, aimportance_of, importance_of, rules
+from memevict.importance import Labeler, Message, rules
+from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
 from memevict.registry import AsyncClient, SyncClient
 from memevict.results import Context
@@ -347,7 +348,7 @@ class Conversation(_Base[MemoryStore]):
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if self.store.get(e.id)})
-        items = self._items(entries, [importance_of(self.labeler, e.message) for e in entries])
+        items = self._items(entries, importances_of(self.labeler, [e.message for e in entries]))
         for batch in _batches(items):
             self.store.remember_many(batch)
         self._known.add(e.id for e in entries)
@@ -418,7 +419,7 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if await self.store.get(e.id)})
-        importances = [await aimportance_of(self.labeler, e.message) for e in entries]
+        importances = await aimportances_of(self.labeler, [e.message for e in entries])
         items = self._items(entries, importances)
         for batch in _batches(items):
             await self.store.remember_many(batch)

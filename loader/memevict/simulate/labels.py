@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 
-from memevict.importance import Labeler, Message, aimportance_of, importance_of
+from memevict.importance import Labeler, Message
+from memevict.labelers import (
+    BatchLabeler,
+    CachedLabeler,
+    aimportances_of,
+    defined_async,
+    importances_of,
+)
 from memevict.simulate.transcript import Event, MemoryTurn, Transcript
 
 
@@ -19,31 +25,29 @@ def label_transcript(transcript: Transcript, labeler: Labeler) -> Transcript:
     loop; inside one, await alabel_transcript)."""
     if is_async(labeler):
         return asyncio.run(alabel_transcript(transcript, labeler))
-    return _with(
-        transcript, [importance_of(labeler, _message(turn)) for turn in _unlabelled(transcript)]
-    )
+    return _with(transcript, importances_of(labeler, _messages(transcript)))
 
 
 async def alabel_transcript(transcript: Transcript, labeler: Labeler) -> Transcript:
     """label_transcript for a labeler that may answer with awaitables; one
-    turn at a time, in order."""
-    found = [await aimportance_of(labeler, _message(turn)) for turn in _unlabelled(transcript)]
-    return _with(transcript, found)
+    turn at a time, in order (a CachedLabeler with a batch labeler: all in one batch)."""
+    return _with(transcript, await aimportances_of(labeler, _messages(transcript)))
 
 
-def is_async(labeler: Labeler) -> bool:
+def is_async(labeler: Labeler | BatchLabeler) -> bool:
     """Whether the labeler is defined with ``async def`` (as a function or
     as its class's ``__call__``)."""
-    call = inspect.getattr_static(type(labeler), "__call__", None)
-    return inspect.iscoroutinefunction(labeler) or inspect.iscoroutinefunction(call)
+    if isinstance(labeler, CachedLabeler):
+        return is_async(labeler.labeler) or (labeler.batch is not None and is_async(labeler.batch))
+    return defined_async(labeler)
 
 
 def _unlabelled(transcript: Transcript) -> list[MemoryTurn]:
     return [e for e in transcript.events if isinstance(e, MemoryTurn) and e.importance is None]
 
 
-def _message(turn: MemoryTurn) -> Message:
-    return Message(turn.text or "", role=turn.role)
+def _messages(transcript: Transcript) -> list[Message]:
+    return [Message(turn.text or "", role=turn.role) for turn in _unlabelled(transcript)]
 
 
 def _with(transcript: Transcript, importances: list[float]) -> Transcript:

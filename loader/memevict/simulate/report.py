@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memevict.simulate.policies import grid_of
-from memevict.simulate.quality import LabelerQuality, labeler_quality
+from memevict.simulate.quality import LabelerQuality, labeler_quality, pooled_quality
 from memevict.simulate.replay import Answer, Answers, Outcome, Simulation
 from memevict.simulate.transcript import MemoryTurn, Transcript
 
@@ -122,8 +122,7 @@ def _quality_lines(q: LabelerQuality) -> list[str]:
     """The importances against the evidence: AUC, then turns and evidence per importance."""
     rows = [["importance", "turns", "share", "evidence", "of them evidence"]]
     rows += [
-        [f"{x:g}", str(n), f"{n / q.turns:.0%}", str(e), f"{e / n:.0%}"]
-        for x, n, e in q.by_importance
+        [x, str(n), f"{n / q.turns:.0%}", str(e), f"{e / n:.0%}"] for x, n, e in q.by_importance
     ]
     return [
         f"Importance against the questions' evidence: AUC {_auc(q)} ({q.evidence} of "
@@ -329,29 +328,10 @@ def summary_table(simulations: Sequence[Simulation]) -> str:
     lines += ["", "Mean (min..max) over the transcripts:", *_aligned([header, *rows])]
     if HINDSIGHT in spreads:
         lines += ["", HINDSIGHT_NOTE]
-    pooled = _pooled([q for q in qualities if q is not None])
+    pooled = pooled_quality([s.transcript for s in simulations])
     if pooled is not None:
         lines += ["", "All transcripts together:", *_quality_lines(pooled)]
     return "\n".join(lines)
-
-
-def _pooled(qualities: Sequence[LabelerQuality]) -> LabelerQuality | None:
-    """The per-importance counts of several transcripts added up; AUC the mean of theirs
-    (each transcript's evidence is its own questions')."""
-    if not qualities:
-        return None
-    counts: dict[float, tuple[int, int]] = {}
-    for q in qualities:
-        for x, n, e in q.by_importance:
-            had = counts.get(x, (0, 0))
-            counts[x] = (had[0] + n, had[1] + e)
-    aucs = [q.auc for q in qualities if q.auc is not None]
-    return LabelerQuality(
-        sum(q.turns for q in qualities),
-        sum(q.evidence for q in qualities),
-        sum(aucs) / len(aucs) if aucs else None,
-        tuple((x, n, e) for x, (n, e) in sorted(counts.items(), reverse=True)),
-    )
 
 
 def _spread_cell(measure: Measure, spread: Spread | None) -> str:
