@@ -23,6 +23,7 @@ import redis
 
 from memevict import MemoryStore
 from memevict.importance import CATEGORIES
+from tests.locomo_fixture import tiny_sample
 from tests.servers import Server
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -90,6 +91,9 @@ def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> 
     (tmp_path / "logs").mkdir()
     for name in ("a.jsonl", "b.jsonl"):
         (tmp_path / "logs" / name).write_text(transcript, encoding="utf-8")
+    sample = tiny_sample()  # locomo10.json's shape: a list of samples
+    listed = {"sample_id": "conv-1", "qa": sample.pop("qa"), "conversation": sample}
+    (tmp_path / "locomo10.json").write_text(json.dumps([listed]), encoding="utf-8")
     memevict = str(Path(sys.executable).with_name("memevict"))
     for line in simulate_lines():
         done = subprocess.run(
