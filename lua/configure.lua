@@ -109,29 +109,29 @@ local function rebuild_state(p)
   local wl = rcall('ZRANGE', KEY.wl, -1, -1, 'WITHSCORES')
   local w = wl[1] and read_meta(wl[1])
   if w then wbase = w.g - (tonumber(wl[2]) - math.log(w.imp + w.j)) end
-  -- The hot tier's tokens and the order counter, from every hot memory: the
-  -- one rebuild that reads the whole tier (README: Lost keys).
-  local tokens, seq = 0, 0
-  for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh, KEY.wl}) do
-    local ids = rcall('ZRANGE', index, 0, -1)
-    for i = 1, #ids, 1000 do
-      local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
-      for j, raw in ipairs(rcall('HMGET', KEY.meta, unpack(chunk))) do
-        if raw then
-          local x = unpack_meta(chunk[j], raw)
-          tokens, seq = tokens + x.tokens, math.max(seq, x.n)
-        end
-      end
-    end
-  end
+  -- The hot tier's tokens from every hot memory, and the order counter past
+  -- every memory's order, cold ones too (one recalled later comes back to its
+  -- place): the one rebuild that reads both tiers whole (README: Lost keys).
+  local tokens, seq = hot_totals()
+  each_meta(KEY.cold, function(m) seq = math.max(seq, m.n) end)
   save_state({epoch = now, decay = decay, seq = seq, g0 = g0, x0 = p.activity and seq or latest,
     latest = latest, wbase = wbase, tokens = tokens, changed = true})
 end
 
 local has_state = read_state() ~= nil
-if stored[1] ~= false and not has_state then
+local rebuilt = stored[1] ~= false and not has_state
+if rebuilt then
   rebuild_state(parse_policy(stored))
   has_state = true
+end
+-- Metadata lost whole (a stray DEL): every hot memory is unknown, and so
+-- are its tokens; the total starts again from none (README: Lost keys).
+if has_state then
+  local st = read_state()
+  if st.tokens ~= 0 and rcall('EXISTS', KEY.meta) == 0 then
+    st.tokens, st.changed = 0, true
+    save_state(st)
+  end
 end
 -- The packed copy the scripts read (lib/policy.lua) follows the fields: a
 -- field edited by hand is checked as a given one and packed again here.
@@ -148,6 +148,8 @@ end
 
 if stored[1] ~= false and ARG.mode == 'init' then
   policy_repack()
+  -- (a state made again expires with the rest of the namespace)
+  if rebuilt then keep_alive(parse_policy(stored)) end
   return reply('existing', stored)
 end
 

@@ -151,7 +151,7 @@ class AsyncMemoryStore(StoreBase):
         with contextlib.suppress(RedisError):
             if self._asks_config(self.client):
                 config = await self.client.config_get("maxmemory-policy")
-                self._warn_if_keys_can_be_evicted(config)
+                self._warn_if_keys_can_be_evicted(config, policy)
         return policy
 
     async def _send(self, call: Call[T]) -> T:

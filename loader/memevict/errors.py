@@ -166,7 +166,8 @@ class UnexpectedReply(MemevictError):
 
 
 class UnsafeMaxmemoryPolicy(UserWarning):
-    """The server's maxmemory-policy may evict any key (allkeys-*), memevict's too."""
+    """The server's maxmemory-policy may evict memevict's keys: any key (allkeys-*), or,
+    in a namespace with idle_ttl_s, any key with a TTL (volatile-*)."""
 
 
 _BY_CODE: dict[str, type[MemevictError]] = {

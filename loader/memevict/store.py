@@ -108,20 +108,30 @@ class StoreBase:
         pool = getattr(client, "connection_pool", None)
         return not getattr(pool, "connection_kwargs", {}).get("username")
 
-    def _warn_if_keys_can_be_evicted(self, config: Any) -> None:
-        """Warns when the server's maxmemory-policy may evict any key (allkeys-*):
-        it would take memevict's keys, which carry no TTL, one by one (README:
-        Lost keys). ``config`` is the reply to CONFIG GET maxmemory-policy."""
+    def _warn_if_keys_can_be_evicted(self, config: Any, policy: Policy) -> None:
+        """Warns when the server's maxmemory-policy may evict memevict's keys one by one
+        (README: Lost keys): any key (allkeys-*), or any key with a TTL (volatile-*) in a
+        namespace whose idle_ttl_s gives every key one. ``config`` is the reply to
+        CONFIG GET maxmemory-policy."""
         values = config.values() if isinstance(config, dict) else ()
         for value in values:
-            if commands.as_text(value).startswith("allkeys-"):
-                warnings.warn(
-                    f"the server's maxmemory-policy is {commands.as_text(value)}: at maxmemory it "
-                    "evicts memevict's keys one by one; use noeviction or a volatile-* policy",
-                    UnsafeMaxmemoryPolicy,
-                    stacklevel=3,
+            name = commands.as_text(value)
+            if name.startswith("allkeys-"):
+                why = "evicts memevict's keys one by one; use noeviction or a volatile-* policy"
+            elif name.startswith("volatile-") and policy.idle_ttl_s > 0:
+                why = (
+                    f"evicts keys with a TTL, and idle_ttl_s={policy.idle_ttl_s:g} gives every "
+                    "key of this namespace one: its keys go one by one; use noeviction, or "
+                    "idle_ttl_s=0 under a volatile-* policy"
                 )
-                return
+            else:
+                continue
+            warnings.warn(
+                f"the server's maxmemory-policy is {name}: at maxmemory it {why}",
+                UnsafeMaxmemoryPolicy,
+                stacklevel=3,
+            )
+            return
 
     def _set_policy_call(
         self, policy: Policy | None, changes: dict[str, Any], now: int | None
@@ -215,7 +225,8 @@ class MemoryStore(StoreBase):
             # (CONFIG refused by an ACL or a managed server: nothing to check)
             with contextlib.suppress(RedisError):
                 if self._asks_config(client):
-                    self._warn_if_keys_can_be_evicted(client.config_get("maxmemory-policy"))
+                    config = client.config_get("maxmemory-policy")
+                    self._warn_if_keys_can_be_evicted(config, self.policy)
 
     @classmethod
     def from_url(

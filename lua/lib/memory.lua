@@ -587,6 +587,50 @@ local function reprotect(m, index, key)
   rcall('ZADD', KEY.prot, m.till, m.id)
 end
 
+-- The hot tier's tokens and highest order, summed from the metadata of
+-- every memory in its indexes; nil when they list more than limit entries.
+-- The repair of a total that lost track (README: Lost keys): the only
+-- reading of the whole tier, done by configure when the state was lost and
+-- by a call that meets entries whose metadata was lost (at most
+-- RECOUNT entries: past that, the total is summed again when the state is).
+local RECOUNT = 10000
+
+-- Calls visit(m) with the metadata of every member of index that has some,
+-- read 1,000 at a time.
+local function each_meta(index, visit)
+  local ids = rcall('ZRANGE', index, 0, -1)
+  for i = 1, #ids, 1000 do
+    local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
+    for j, raw in ipairs(rcall('HMGET', KEY.meta, unpack(chunk))) do
+      if raw then visit(unpack_meta(chunk[j], raw)) end
+    end
+  end
+end
+
+local function hot_totals(limit)
+  local indexes = {KEY.hot, KEY.ghot, KEY.fresh, KEY.wl}
+  if limit then
+    local n = 0
+    for _, index in ipairs(indexes) do n = n + rcall('ZCARD', index) end
+    if n > limit then return nil end
+  end
+  local tokens, seq = 0, 0
+  for _, index in ipairs(indexes) do
+    each_meta(index, function(m) tokens, seq = tokens + m.tokens, math.max(seq, m.n) end)
+  end
+  return tokens, seq
+end
+
+-- Entries whose metadata was lost left the hot tier with tokens nobody
+-- knows: the tier's total is summed again (once a call, after its moves).
+local function lost_entries(n, t)
+  t.size = t.size - n
+  if n > 0 and not t.recounted then
+    t.recounted = true
+    t.tokens = hot_totals(RECOUNT) or t.tokens
+  end
+end
+
 -- Evicts the memories of hot entries [id, key, id, key, ...], already
 -- taken out of hot, lowest first, in one HMGET, HSET and ZADD.
 local function evict_popped(entries, st, t, evicted)
@@ -597,11 +641,12 @@ local function evict_popped(entries, st, t, evicted)
   if #ids == 1 then raws = {rcall('HGET', KEY.meta, ids[1])} else
     raws = rcall('HMGET', KEY.meta, unpack(ids))
   end
-  local ms, keys = {}, {}
+  local ms, keys, lost = {}, {}, 0
   for i, id in ipairs(ids) do
     local key = tonumber(entries[2 * i])
     local m = raws[i] and unpack_meta(id, raws[i])
     if not m then -- its metadata was lost (README: Lost keys): the entry went
+      lost = lost + 1
     elseif m.till > t.now then
       reprotect(m, nil, key)
     else
@@ -609,6 +654,7 @@ local function evict_popped(entries, st, t, evicted)
     end
   end
   if #ms > 0 then to_cold(ms, keys, st, t, evicted) end
+  lost_entries(lost, t)
 end
 
 -- Evicts group e.id whole; false if it is larger than the work left.
@@ -620,11 +666,11 @@ local function evict_group(e, st, t, evicted)
   if #ids == 0 then return true end
   local keys = rcall('ZMSCORE', KEY.ghot, unpack(ids))
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
-  local ms, lost, held = {}, {}, false
+  local ms, lost, gone, held = {}, {}, {}, false
   for i, id in ipairs(ids) do
     local m = raws[i] and unpack_meta(id, raws[i])
-    if not m then
-      lost[#lost + 1] = e.id .. '\0' .. id -- (README: Lost keys)
+    if not m then -- (README: Lost keys)
+      lost[#lost + 1], gone[#gone + 1] = e.id .. '\0' .. id, id
     elseif not keys[i] then
       held = true -- not evictable after all: the group stays
     elseif m.till > t.now then
@@ -637,9 +683,13 @@ local function evict_group(e, st, t, evicted)
   end
   if #lost > 0 then
     rcall('ZREM', KEY.links, unpack(lost))
+    rcall('ZREM', KEY.ghot, unpack(gone))
     t.members[e.id] = nil
   end
-  if held or #ms == 0 then return true end
+  if held or #ms == 0 then
+    lost_entries(#gone, t)
+    return true
+  end
   table.sort(ms, function(a, b) return a.key < b.key end)
   local keyed, moved = {}, {}
   for i, m in ipairs(ms) do
@@ -648,6 +698,7 @@ local function evict_group(e, st, t, evicted)
   end
   rcall('ZREM', KEY.ghot, unpack(moved))
   to_cold(ms, keyed, st, t, evicted)
+  lost_entries(#gone, t)
   return true
 end
 

@@ -1,0 +1,125 @@
+"""Every rule at the edges, round two (issue 28): lost and hand-edited keys, idle expiry,
+library versions. Each test is the reproduction of a finding; each failed on the code
+before its fix (see the issue's closing note)."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+
+import pytest
+import redis
+import redis.asyncio
+
+from memevict import AsyncMemoryStore, MemoryStore, Policy, UnsafeMaxmemoryPolicy
+from memevict.scripts import key_name
+from tests.conftest import StoreFactory
+
+T0 = 1_800_000_000_000
+
+
+def hot_tokens(store: MemoryStore) -> int:
+    """The tokens of the hot memories, summed from what get reports of each."""
+    return sum(m.tokens for m in store.top(200) if m.tier == "hot")
+
+
+def test_a_lost_meta_key_leaves_no_phantom_tokens(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 1: the total forgets the memories whose metadata was lost, by the next call
+    that meets them or the next store open, so a new memory is not evicted for them."""
+    for reopen in (False, True):
+        store = make_store(f"lost{reopen}", max_hot=100, max_tokens=100, protect_s=0)
+        for i in range(10):
+            store.remember(f"m{i}", 3.0, tokens=10, now=T0 + i)
+        client.delete(key_name(store.namespace, "meta"))
+        if reopen:
+            store = MemoryStore(client, store.namespace)
+            assert store.stats().tokens == 0
+        got = store.remember("new", 3.0, tokens=10, now=T0 + 100)
+        assert got.evicted == () and store.get("new").tier == "hot"  # type: ignore[union-attr]
+        assert store.stats().tokens == 10 == hot_tokens(store)
+
+
+def test_a_memory_whose_metadata_went_by_hand_gives_back_its_tokens(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 1, one field: the lowest memory's metadata deleted; when eviction meets its
+    entry the total is summed again from the hot tier, and no other memory pays for it."""
+    store = make_store("one", max_hot=100, max_tokens=50, protect_s=0)
+    store.remember("low", 1.0, tokens=20, now=T0)
+    for i in range(3):
+        store.remember(f"m{i}", 5.0, tokens=10, now=T0 + 1 + i)
+    client.hdel(key_name(store.namespace, "meta"), "low")
+    got = store.remember("new", 5.0, tokens=10, now=T0 + 10)  # 60 > 50 counting "low"
+    assert got.evicted == ()  # "low" was met first: its entry dropped, nothing evicted
+    assert store.stats().tokens == 40 == hot_tokens(store)
+    assert {m.id for m in store.top(200)} == {"m0", "m1", "m2", "new"}
+
+
+def policy(**fields: float | str) -> Policy:
+    return Policy(**fields)  # type: ignore[arg-type]
+
+
+def test_a_lost_state_keeps_the_window_order_of_a_recalled_memory(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 9: the order counter is rebuilt past every memory's order, cold ones too, so
+    a memory recalled after the rebuild comes back to its old place in the window."""
+    store = make_store("order", max_hot=2, protect_s=0)
+    store.remember("h1", 9.0, now=T0)
+    store.remember("h2", 9.0, now=T0 + 1)
+    for i in range(2):  # the newest two, each evicted at once
+        store.remember(f"c{i}", 0.5, now=T0 + 2 + i)
+        assert store.get(f"c{i}").tier == "cold"  # type: ignore[union-attr]
+    client.delete(key_name(store.namespace, "state"))
+    store = MemoryStore(client, store.namespace)
+    store.set_policy(max_hot=4)
+    store.remember("new", 9.0, now=T0 + 10)
+    store.recall("c1", now=T0 + 11)
+    assert [m.id for m in store.window(now=T0 + 12)] == ["h1", "h2", "c1", "new"]
+
+
+def test_a_state_rebuilt_on_open_expires_with_the_namespace(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 2: under idle_ttl_s, the state configure rebuilds gets the namespace's expiry,
+    so it cannot outlive the rest and haunt a namespace made again later."""
+    store = make_store("idle", idle_ttl_s=600, max_tokens=60, protect_s=0)
+    store.remember("a", 1.0, tokens=50, now=T0)
+    state = key_name(store.namespace, "state")
+    client.delete(state)
+    MemoryStore(client, store.namespace)  # rebuilds the state
+    assert client.exists(state) and 0 < client.pttl(state) <= 600_000
+    assert abs(client.pttl(state) - client.pttl(key_name(store.namespace, "meta"))) < 5_000
+
+
+def test_idle_expiry_under_a_volatile_policy_is_warned_of(client: redis.Redis) -> None:
+    """Item 3: idle_ttl_s gives every key a TTL, so a volatile-* maxmemory policy may evict
+    them one by one: the store warns, as it does of allkeys-*; without idle_ttl_s it
+    does not."""
+    saved = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        client.config_set("maxmemory-policy", "volatile-lru")
+        with pytest.warns(UnsafeMaxmemoryPolicy, match="volatile-lru.*idle_ttl_s=60"):
+            MemoryStore(client, "idle", policy(idle_ttl_s=60))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            MemoryStore(client, "kept", policy(idle_ttl_s=0))
+
+        async def opened() -> None:
+            store = AsyncMemoryStore(client_of(client), "idle2", policy(idle_ttl_s=60))
+            try:
+                await store.stats()
+            finally:
+                await store.aclose()
+
+        with pytest.warns(UnsafeMaxmemoryPolicy, match="volatile-lru"):
+            asyncio.run(opened())
+    finally:
+        client.config_set("maxmemory-policy", saved)
+
+
+def client_of(sync: redis.Redis) -> redis.asyncio.Redis:
+    kwargs = sync.connection_pool.connection_kwargs
+    return redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"])
