@@ -74,8 +74,9 @@ end
 local now = arg_now(ARG.now)
 
 local stored = rcall('HMGET', KEY.policy, unpack(policy_names()))
+local missing = {}
 for i, f in ipairs(POLICY) do -- fields added since the policy was stored
-  if stored[1] ~= false and stored[i] == false then stored[i] = f[5] end
+  if stored[1] ~= false and stored[i] == false then stored[i], missing[i] = f[5], true end
 end
 if ARG.mode == 'update' then -- the fields not given keep their stored values
   if stored[1] == false then fail('NO_POLICY', 'namespace has no policy to update') end
@@ -126,9 +127,14 @@ if rebuilt then
 end
 -- Metadata lost whole (a stray DEL): every hot memory is unknown, and so
 -- are its tokens; the total starts again from none (README: Lost keys).
+-- A state in fields (memevict 0.1.0) has no total: it is summed from the
+-- hot tier (each 0.1.0 memory costs 1) and the state packed.
 if has_state then
   local st = read_state()
-  if st.tokens ~= 0 and rcall('EXISTS', KEY.meta) == 0 then
+  if st.fields and rcall('HEXISTS', KEY.state, 'tokens') == 0 then
+    st.tokens = hot_totals(RECOUNT) or st.tokens
+    save_state(st)
+  elseif st.tokens ~= 0 and rcall('EXISTS', KEY.meta) == 0 then
     st.tokens, st.changed = 0, true
     save_state(st)
   end
@@ -143,6 +149,9 @@ local function policy_repack()
   local packed = pack_policy(stored)
   if rcall('HGET', KEY.policy, 'packed') ~= packed then
     rcall('HSET', KEY.policy, 'packed', packed)
+  end
+  for i, f in ipairs(POLICY) do -- (a field added since the policy was stored)
+    if missing[i] then rcall('HSET', KEY.policy, f[1], stored[i]) end
   end
 end
 

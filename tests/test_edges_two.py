@@ -5,6 +5,7 @@ before its fix (see the issue's closing note)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import warnings
 
 import pytest
@@ -12,7 +13,10 @@ import redis
 import redis.asyncio
 
 from memevict import AsyncMemoryStore, MemoryStore, Policy, UnsafeMaxmemoryPolicy
-from memevict.scripts import key_name
+from memevict.namespaces import namespaces
+from memevict.scripts import key_name, lua_root
+from memevict.state import unpack_state
+from memevict.store import FIELDS_ADDED_SINCE_0_1_0
 from tests.conftest import StoreFactory
 
 T0 = 1_800_000_000_000
@@ -123,3 +127,51 @@ def test_idle_expiry_under_a_volatile_policy_is_warned_of(client: redis.Redis) -
 def client_of(sync: redis.Redis) -> redis.asyncio.Redis:
     kwargs = sync.connection_pool.connection_kwargs
     return redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"])
+
+
+STATE_FIELDS_0_1_0 = ("epoch", "decay", "seq", "g0", "x0", "latest", "wbase")
+
+
+def as_0_1_0(client: redis.Redis, namespace: str) -> None:
+    """Rewrites a namespace as memevict 0.1.0 kept it: the policy without its packed copy
+    nor the fields added since, the state in fields without tokens, metadata of 49 bytes
+    (no tokens, no order: each memory costs 1)."""
+    client.hdel(key_name(namespace, "policy"), "packed", *FIELDS_ADDED_SINCE_0_1_0)
+    state = key_name(namespace, "state")
+    values = unpack_state(client.hget(state, "packed"))  # type: ignore[arg-type]
+    client.delete(state)
+    client.hset(state, mapping={f: repr(values[f]) for f in STATE_FIELDS_0_1_0})
+    meta = key_name(namespace, "meta")
+    for id, raw in client.hgetall(meta).items():
+        client.hset(meta, id, raw[:49])
+
+
+def test_a_namespace_of_0_1_0_opens_with_its_tokens_and_reads_everywhere(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 4: its 8 hot memories cost 1 each: the total is 8 once a store opens it, a
+    lower max_tokens evicts, forgetting never takes the total below 0; read-only stores
+    and namespaces() read it before and after a writable store opened it."""
+    store = make_store("v010", max_hot=10, protect_s=0)
+    for i in range(8):
+        store.remember(f"m{i}", 1.0 + i, text=f"t{i}", now=T0 + i)
+    as_0_1_0(client, "v010")
+    for _ in range(2):  # before and after the writable open
+        read_only = MemoryStore(client, "v010", read_only=True)
+        assert read_only.stats(now=T0 + 20).hot == 8
+        assert read_only.policy.max_tokens == 0
+        assert [n.name for n in namespaces(client)] == ["v010"]
+        opened = MemoryStore(client, "v010")
+        assert opened.stats(now=T0 + 20).tokens == 8
+    opened.set_policy(max_tokens=5, now=T0 + 20)
+    assert opened.stats(now=T0 + 20).tokens == 5 == hot_tokens(opened)
+    for m in opened.top(200, now=T0 + 21):
+        opened.forget(m.id)
+    assert opened.stats(now=T0 + 22).tokens == 0
+    assert client.hget(key_name("v010", "policy"), "max_tokens") == b"5"
+
+
+def test_the_fields_added_since_0_1_0_are_the_same_in_lua_and_python() -> None:
+    source = (lua_root() / "lib" / "policy.lua").read_text()
+    defaults = dict(re.findall(r"\{'(\w+)', '(?:int|num|word)'[^{}]*, '([^']*)'\}", source))
+    assert defaults == FIELDS_ADDED_SINCE_0_1_0

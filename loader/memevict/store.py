@@ -162,6 +162,8 @@ class StoreBase:
             for n, v in zip(POLICY_FIELDS, values, strict=True)
             if v is not None
         }
+        if stored:  # (a policy stored before these fields were added: their defaults)
+            stored = {**FIELDS_ADDED_SINCE_0_1_0, **stored}
         if len(stored) != len(POLICY_FIELDS):
             raise NoPolicy(
                 f"namespace {self.namespace!r} does not exist (it has no policy); a store "
@@ -171,6 +173,9 @@ class StoreBase:
 
 
 POLICY_FIELDS = tuple(Policy.__dataclass_fields__)
+# The policy fields added after memevict 0.1.0, and the value a policy stored without them
+# reads (the fifth entry of their line in lua/lib/policy.lua's POLICY: a test checks).
+FIELDS_ADDED_SINCE_0_1_0 = {"max_tokens": "0", "idle_ttl_s": "0"}
 
 
 class MemoryStore(StoreBase):

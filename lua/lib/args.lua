@@ -85,7 +85,7 @@ end
 -- filler arguments: Valkey 9.1 crashes on acl_check_cmd('set') without them.
 -- (Commands whose every argument is a key get no filler: it would be asked
 -- as a key outside the namespace.)
-local KEYS_ONLY = {unlink = true, persist = true}
+local KEYS_ONLY = {unlink = true, persist = true, exists = true}
 local function check_acl()
   for _, command in ipairs(COMMANDS) do
     local allowed
