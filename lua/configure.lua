@@ -141,14 +141,25 @@ if has_state then
 end
 -- The packed copy the scripts read (lib/policy.lua) follows the fields: a
 -- field edited by hand is checked as a given one and packed again here.
+-- A clock or half-life edited by hand starts a new piece of G where the
+-- packed policy the scripts ran with left it, as set_policy does (recency
+-- already lost stays lost).
 local function policy_repack()
   for i, f in ipairs(POLICY) do
     local _, why = policy_value(f, stored[i] or '')
     if why then fail('BAD_POLICY', 'the stored policy was edited: ' .. why) end
   end
   local packed = pack_policy(stored)
-  if rcall('HGET', KEY.policy, 'packed') ~= packed then
+  local was = rcall('HGET', KEY.policy, 'packed')
+  if was ~= packed then
     rcall('HSET', KEY.policy, 'packed', packed)
+    local old, new = was and unpacked_policy(was), parse_policy(stored)
+    if old and (old.activity ~= new.activity or old.lambda ~= new.lambda) then
+      local st = read_state()
+      local at = namespace_now(now, st)
+      st.g0, st.x0, st.changed = clock(at, old, st), position(at, new, st), true
+      save_state(st)
+    end
   end
   for i, f in ipairs(POLICY) do -- (a field added since the policy was stored)
     if missing[i] then rcall('HSET', KEY.policy, f[1], stored[i]) end

@@ -12,7 +12,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from memevict import AsyncMemoryStore, MemoryStore, Policy, UnsafeMaxmemoryPolicy
+from memevict import AsyncMemoryStore, MemoryStore, NoPolicy, Policy, UnsafeMaxmemoryPolicy
 from memevict.namespaces import namespaces
 from memevict.scripts import key_name, lua_root
 from memevict.state import unpack_state
@@ -175,3 +175,53 @@ def test_the_fields_added_since_0_1_0_are_the_same_in_lua_and_python() -> None:
     source = (lua_root() / "lib" / "policy.lua").read_text()
     defaults = dict(re.findall(r"\{'(\w+)', '(?:int|num|word)'[^{}]*, '([^']*)'\}", source))
     assert defaults == FIELDS_ADDED_SINCE_0_1_0
+
+
+def test_a_damaged_packed_policy_is_never_used_and_heals(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 6: a packed policy with a value out of its range (max_hot 3 -> -1, one byte)
+    or of the wrong type (strings) is refused NO_POLICY before any write; a writable
+    store packs it again from the fields and goes on, reads included."""
+    key = key_name("packed", "policy")
+    for damage in ("flipped", "strings"):
+        store = make_store("packed", max_hot=3, protect_s=0)
+        for i in range(3):
+            store.remember(f"m{damage}{i}", 5.0, now=T0 + i)
+        packed = client.hget(key, "packed")
+        assert packed is not None and packed[1] == 3  # (fixarray, then max_hot 3)
+        if damage == "flipped":
+            client.hset(key, "packed", packed[:1] + b"\xff" + packed[2:])  # max_hot -1
+        else:
+            client.hset(key, "packed", bytes([packed[0]]) + b"\xa11" * (packed[0] & 0x0F))
+        assert store.stats(now=T0 + 10).hot == 3  # a read heals it too
+        assert client.hget(key, "packed") == packed
+        got = store.remember(f"n{damage}", 9.0, now=T0 + 11)
+        assert len(got.evicted) == 1 and got.evicted != (f"n{damage}",)
+        client.delete(*client.keys("memevict:{packed}:*"))
+    read_only = MemoryStore(client, "ro", policy(max_hot=3))
+    read_only.remember("a", 1.0)
+    packed = client.hget(key_name("ro", "policy"), "packed")
+    client.hset(key_name("ro", "policy"), "packed", packed[:1] + b"\xff" + packed[2:])  # type: ignore[index]
+    with pytest.raises(NoPolicy, match="damaged"):
+        MemoryStore(client, "ro", read_only=True).stats()
+
+
+def test_a_half_life_edited_by_hand_starts_a_new_piece_of_the_clock(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 7: HSET half_life_memories by an operator reaches the scripts when a store
+    opens, from then on, as set_policy's would: no untouched memory's score rises, and an
+    old memory never outranks a fresh one of the same importance."""
+    store = make_store("hand", clock="activity", half_life_memories=20, protect_s=0)
+    store.remember("old", 5.0, now=T0)
+    for i in range(10):
+        store.remember(f"m{i}", 1.0, now=T0 + 1 + i)
+    before = store.get("old", now=T0 + 20).score  # type: ignore[union-attr]
+    client.hset(key_name("hand", "policy"), "half_life_memories", "5000")
+    reopened = MemoryStore(client, "hand")
+    assert reopened.policy.half_life_memories == 5000
+    after = reopened.get("old", now=T0 + 20).score  # type: ignore[union-attr]
+    assert after == pytest.approx(before, rel=1e-9)
+    reopened.remember("fresh", 5.0, now=T0 + 30)
+    assert [m.id for m in reopened.top(2, now=T0 + 31)] == ["fresh", "old"]

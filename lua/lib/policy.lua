@@ -158,25 +158,50 @@ end
 -- changes a policy table after policy_of: it is shared, read-only.
 local last_packed, last_policy
 
+-- Whether numbers (a packed policy, unpacked) is one configure could have
+-- packed: every value a number in its field's range (a word: its position
+-- in its list). A damaged one is never used (a byte flipped by hand).
+local function valid_numbers(numbers)
+  if type(numbers) ~= 'table' or #numbers ~= #POLICY then return false end
+  for i, f in ipairs(POLICY) do
+    local x, lo, hi = numbers[i], f[3], f[4]
+    if f[2] == 'word' then lo, hi = 1, #f[3] end
+    if type(x) ~= 'number' or not (x >= lo and x <= hi) then return false end
+    if f[2] ~= 'num' and x ~= math.floor(x) then return false end
+  end
+  return true
+end
+
+-- The policy of a packed copy, or nil if it is damaged (valid_numbers).
+local function unpacked_policy(packed)
+  local ok, numbers = pcall(cmsgpack.unpack, packed)
+  if not ok or not valid_numbers(numbers) then return nil end
+  return policy_of(numbers)
+end
+
 local function load_policy()
   local packed = typed_read('HGET', KEY.policy, 'packed')
   local p
   if packed and packed == last_packed then
     p = last_policy
   elseif packed then
-    local ok, numbers = pcall(cmsgpack.unpack, packed)
-    if not ok or type(numbers) ~= 'table' or #numbers ~= #POLICY then
+    p = unpacked_policy(packed)
+    if not p then
       fail('NO_POLICY', "the namespace's packed policy is damaged; configure (any " ..
         'MemoryStore opening the namespace) packs it again from the fields')
     end
-    p = policy_of(numbers)
     last_packed, last_policy = packed, p
   else -- a policy stored before the packed field (memevict 0.1.0), or none
     local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
     if raw[1] == false then
       fail('NO_POLICY', 'namespace has no policy; run configure first')
     end
-    p = parse_policy(raw)
+    local numbers = policy_numbers(raw)
+    if not valid_numbers(numbers) then
+      fail('NO_POLICY', "the namespace's policy fields are damaged; fix them by hand or " ..
+        'set the policy again (memevict policy ...)')
+    end
+    p = policy_of(numbers)
   end
   local st = read_state()
   if not st then
