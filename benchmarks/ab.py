@@ -169,7 +169,7 @@ class Side:
         keys = spec.key_names(self.namespace, args.call)
         argv = spec.argv(args.args)
         if self.mode == "functions":
-            name = function_name(script, self.name)
+            name = function_name(script, self.library.name)
             return client.fcall(name, len(keys), *keys, *argv)  # type: ignore[no-untyped-call]
         return client.evalsha(spec.sha, len(keys), *keys, *argv)
 

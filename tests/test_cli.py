@@ -111,7 +111,7 @@ def test_load_reaches_the_replicas(server: Server, client: redis.Redis) -> None:
         assert code == 0 and f"library {library().version}" in out, out
         # (WAIT would only cover this client's own writes, not the CLI's)
         deadline = time.monotonic() + 10
-        while not reader.function_list(library="memevict"):
+        while not reader.function_list(library=library().name):
             assert time.monotonic() < deadline, "the library did not reach the replica"
             time.sleep(0.05)
         reader.close()

@@ -34,6 +34,7 @@ import tests.test_rules
 import tests.test_windows
 from memevict import AsyncMemoryStore, Item, Memory, MemoryStore, Policy, Stats, Window
 from memevict.cli import main
+from memevict.functions import library
 from memevict.registry import Mode
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.cluster import KINDS, Cluster, binary, shared
@@ -589,7 +590,7 @@ def test_load_reaches_every_node(cluster: Cluster, client: redis.cluster.RedisCl
     assert all(all(node.script_exists(*shas)) for node in nodes)
     result = CliRunner().invoke(main, ["--url", url, "load", "--functions"])
     assert result.exit_code == 0, result.output
-    assert all(node.function_list(library="memevict") for node in nodes)
+    assert all(node.function_list(library=library().name) for node in nodes)
 
 
 def test_every_cli_command_works_against_a_cluster_url(

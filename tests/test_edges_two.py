@@ -13,6 +13,7 @@ import redis
 import redis.asyncio
 
 from memevict import AsyncMemoryStore, MemoryStore, NoPolicy, Policy, UnsafeMaxmemoryPolicy
+from memevict.functions import library
 from memevict.namespaces import namespaces
 from memevict.scripts import key_name, lua_root
 from memevict.state import unpack_state
@@ -225,3 +226,31 @@ def test_a_half_life_edited_by_hand_starts_a_new_piece_of_the_clock(
     assert after == pytest.approx(before, rel=1e-9)
     reopened.remember("fresh", 5.0, now=T0 + 30)
     assert [m.id for m in reopened.top(2, now=T0 + 31)] == ["fresh", "old"]
+
+
+def test_another_versions_library_never_takes_an_open_stores_calls(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 8: each version's library has its own name, so another version loaded under
+    open stores (here the same code renamed, registering functions of the same names as
+    0.1.0's) does not replace this one's functions; and when this one's is deleted the
+    next call loads it again and goes on."""
+    store = make_store("versions", max_hot=3, protect_s=0)
+    if store.mode != "functions":
+        pytest.skip("the store runs EVALSHA here")
+    store.remember("a", 1.0, now=T0)
+    # another version, named as 0.1.0 named it, whose remember refuses this one's calls
+    other = library().source.replace(library().name, "memevict").replace(
+        "local function script_remember(keys, args)",
+        "local function script_remember(keys, args)\n"
+        "if true then return redis.error_reply('ERR ARITY another version') end",
+    )
+    client.function_load(other, replace=True)
+    assert store.remember("b", 2.0, now=T0 + 1).evicted == ()
+    client.function_delete(library().name)  # gone: the call loads it again
+    assert [m.id for m in store.top(3, now=T0 + 2)] == ["b", "a"]
+    assert {text(e[1]) for e in client.function_list()} >= {library().name, "memevict"}
+
+
+def text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

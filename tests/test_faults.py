@@ -21,7 +21,7 @@ from memevict import (
     ReadOnly,
     Remembered,
 )
-from memevict.functions import LIBRARY
+from memevict.functions import library
 from memevict.registry import Mode
 from memevict.scripts import namespace_keys, specs
 from memevict.stress import Checker, MemevictTarget, text_for
@@ -260,7 +260,7 @@ def test_restart_mid_run(server: Server, mode: Mode) -> None:
             used = [specs()[name].sha for name in ("remember", "demote", "decay")]
             assert all(admin.script_exists(*used))
         else:
-            assert admin.function_list(library=LIBRARY)
+            assert admin.function_list(library=library().name)
         assert not checked(admin, NS, policy).violations
     finally:
         admin.close()

@@ -22,7 +22,7 @@ import pytest
 import redis
 
 from memevict import MemevictError, MemoryStore, NotLoaded, Policy, ReadOnly
-from memevict.functions import LIBRARY, VERSION_FUNCTION, function_name, library
+from memevict.functions import function_name, library
 from memevict.scripts import key_name, namespace_keys, specs
 from tests.conftest import scenario_policy
 from tests.servers import Server, redis_binary, valkey_binary
@@ -80,7 +80,7 @@ def test_without_functions_the_default_store_runs_scripts(kind: str) -> None:
 
 def loaded_version(client: redis.Redis) -> str | None:
     try:
-        reply = client.execute_command("FCALL_RO", VERSION_FUNCTION, 0)
+        reply = client.execute_command("FCALL_RO", library().version_function, 0)
     except redis.ResponseError:
         return None
     return bytes(reply).decode()
@@ -89,10 +89,10 @@ def loaded_version(client: redis.Redis) -> str | None:
 def test_the_library_has_one_function_per_script(client: redis.Redis) -> None:
     client.function_flush()
     MemoryStore(client, "ns", mode="functions")
-    [entry] = client.function_list(library=LIBRARY)
+    [entry] = client.function_list(library=library().name)
     functions = [dict_of(f) for f in dict_of(entry)["functions"]]
     flags = {text(f["name"]): sorted(map(text, f["flags"])) for f in functions}
-    assert set(flags) == {function_name(n) for n in specs()} | {VERSION_FUNCTION}
+    assert set(flags) == {function_name(n) for n in specs()} | {library().version_function}
     for name, spec in specs().items():
         assert flags[function_name(name)] == (["no-writes"] if spec.read_only else []), name
     assert loaded_version(client) == library().version

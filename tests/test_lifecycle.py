@@ -35,6 +35,7 @@ from memevict import (
     namespaces,
 )
 from memevict.cli import main
+from memevict.functions import library
 from memevict.scripts import key_name
 from tests.cluster import KINDS, Cluster, shared
 from tests.servers import Server
@@ -125,7 +126,7 @@ def test_from_url_makes_a_store_with_the_constructors_arguments(
 
     asyncio.run(made_async())
     assert MemoryStore(client, "made-async").policy == Policy(max_hot=2)
-    assert client.function_list(library="memevict")  # functions mode loaded it
+    assert client.function_list(library=library().name)  # functions mode loaded it
 
 
 def test_the_store_closes_the_client_it_made(server: Server, client: redis.Redis) -> None:

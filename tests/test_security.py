@@ -37,7 +37,7 @@ from memevict import (
     Policy,
 )
 from memevict.acl import LOADER_COMMANDS, acl_rules, acl_setuser_line, commands, script_commands
-from memevict.functions import LIBRARY, VERSION_FUNCTION, library
+from memevict.functions import library
 from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.conftest import scenario_policy
 from tests.servers import Server
@@ -586,7 +586,7 @@ def test_only_the_package_scripts_are_sent(
             assert as_bytes(args[1]) == key_name(namespace, "policy").encode()
         elif name == "FCALL_RO":  # a default-mode store asks the library's version
             assert [as_bytes(a) for a in args[1:]] == [
-                VERSION_FUNCTION.encode(),
+                library().version_function.encode(),
                 b"1",
                 key_name(namespace, "policy").encode(),
             ]
@@ -700,7 +700,7 @@ def test_the_derived_acl_user_runs_functions_but_cannot_load_them(
     user = make_user("ns")
     with pytest.raises(PermissionDenied):  # the library is missing and the user may not load it
         MemoryStore(user, "ns", Policy(protect_s=0), mode="functions")
-    assert not client.function_list(library=LIBRARY)
+    assert not client.function_list(library=library().name)
     MemoryStore(client, "warm", mode="functions")  # an admin loads the library
     store = MemoryStore(user, "ns", Policy(protect_s=0), mode="functions")
     store.remember("a", 2.0, now=T0)
@@ -720,7 +720,7 @@ def test_the_default_mode_uses_functions_only_where_this_user_can(
     store = MemoryStore(user, "ns", Policy(protect_s=0))
     assert store.mode == "scripts"
     store.remember("a", 2.0, now=T0)
-    assert not client.function_list(library=LIBRARY)
+    assert not client.function_list(library=library().name)
     assert MemoryStore(client, "warm").mode == "functions"  # an admin's store loads it
     store = MemoryStore(user, "ns")
     assert store.mode == "functions"
@@ -731,4 +731,4 @@ def test_the_default_mode_uses_functions_only_where_this_user_can(
     assert store.remember("c", 4.0, now=T0).score == pytest.approx(4.0, rel=1e-3)
     assert store.mode == "scripts"
     assert [m.id for m in store.top(5, now=T0)] == ["c", "b", "a"]
-    assert not client.function_list(library=LIBRARY)
+    assert not client.function_list(library=library().name)

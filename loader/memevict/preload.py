@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import redis
 
-from memevict.functions import LIBRARY, library
+from memevict.functions import library
 from memevict.registry import ScriptRegistry
 
 
@@ -38,7 +38,7 @@ class Loaded:
             "mode": self.mode,
             "nodes": [{"address": n.address, "primary": n.primary} for n in self.nodes],
             "loaded": self.names,
-            "library": None if self.mode == "scripts" else LIBRARY,
+            "library": None if self.mode == "scripts" else library().name,
             "library_version": self.library_version,
         }
 

@@ -64,7 +64,7 @@ from memevict.errors import (
     SlotMigrating,
     from_response,
 )
-from memevict.functions import VERSION_FUNCTION, function_name, library
+from memevict.functions import function_name, library
 from memevict.scripts import ArgValue, ScriptSpec, specs
 
 Mode = Literal["scripts", "functions"]
@@ -178,7 +178,7 @@ def node_of(client: SyncClient | AsyncClient, key: ArgValue) -> dict[str, Any]:
 
 def version_invocation(client: SyncClient | AsyncClient, key: str) -> Invocation:
     """FCALL_RO of the library's version function, routed by ``key``."""
-    command = ("FCALL_RO", VERSION_FUNCTION, b"1", key)
+    command = ("FCALL_RO", library().version_function, b"1", key)
     return Invocation(command, None, node_of(client, key), "functions")
 
 
