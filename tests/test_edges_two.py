@@ -12,7 +12,14 @@ import pytest
 import redis
 import redis.asyncio
 
-from memevict import AsyncMemoryStore, MemoryStore, NoPolicy, Policy, UnsafeMaxmemoryPolicy
+from memevict import (
+    AsyncMemoryStore,
+    MemoryStore,
+    NoPolicy,
+    Policy,
+    ReadOnly,
+    UnsafeMaxmemoryPolicy,
+)
 from memevict.functions import library
 from memevict.namespaces import namespaces
 from memevict.scripts import key_name, lua_root
@@ -240,10 +247,14 @@ def test_another_versions_library_never_takes_an_open_stores_calls(
         pytest.skip("the store runs EVALSHA here")
     store.remember("a", 1.0, now=T0)
     # another version, named as 0.1.0 named it, whose remember refuses this one's calls
-    other = library().source.replace(library().name, "memevict").replace(
-        "local function script_remember(keys, args)",
-        "local function script_remember(keys, args)\n"
-        "if true then return redis.error_reply('ERR ARITY another version') end",
+    other = (
+        library()
+        .source.replace(library().name, "memevict")
+        .replace(
+            "local function script_remember(keys, args)",
+            "local function script_remember(keys, args)\n"
+            "if true then return redis.error_reply('ERR ARITY another version') end",
+        )
     )
     client.function_load(other, replace=True)
     assert store.remember("b", 2.0, now=T0 + 1).evicted == ()
@@ -254,3 +265,41 @@ def test_another_versions_library_never_takes_an_open_stores_calls(
 
 def text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def test_a_read_only_store_never_writes_and_set_policy_survives_a_drop(
+    make_store: StoreFactory, client: redis.Redis
+) -> None:
+    """Item 10: a read_only store on a primary refuses every write (ReadOnly, nothing
+    sent: not even drop); set_policy right after another worker's drop configures the
+    namespace again and applies, as every other write does (sync and async)."""
+    store = make_store("ro2", max_hot=3, protect_s=0)
+    store.remember("a", 1.0, now=T0)
+    reader = MemoryStore(client, "ro2", read_only=True)
+    client.config_resetstat()
+    for write in (
+        lambda: reader.remember("b", 1.0),
+        lambda: reader.forget("a"),
+        lambda: reader.touch("a"),
+        lambda: reader.set_policy(max_hot=9),
+        lambda: reader.drop(),
+    ):
+        with pytest.raises(ReadOnly, match="read-only"):
+            write()
+    stats = client.info("commandstats")
+    assert not any(k in stats for k in ("cmdstat_fcall", "cmdstat_evalsha", "cmdstat_eval"))
+    assert reader.get("a") is not None and store.get("a") is not None
+
+    MemoryStore(client, "ro2").drop()
+    assert store.set_policy(max_hot=7).max_hot == 7 and store.stats().hot == 0
+
+    async def dropped_then_set() -> int:
+        writer = AsyncMemoryStore(client_of(client), "ro2")
+        try:
+            await writer.remember("c", 1.0)
+            MemoryStore(client, "ro2").drop()
+            return (await writer.set_policy(max_hot=5)).max_hot
+        finally:
+            await writer.aclose()
+
+    assert asyncio.run(dropped_then_set()) == 5

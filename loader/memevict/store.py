@@ -22,6 +22,7 @@ from memevict.errors import (
     BadPolicy,
     NoPolicy,
     PolicyMismatch,
+    ReadOnly,
     UnsafeMaxmemoryPolicy,
     from_response,
 )
@@ -86,8 +87,14 @@ class StoreBase:
         return self.registry.mode
 
     def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[bytes], list[ArgValue]]:
-        """The script, KEYS and ARGV of a call."""
+        """The script, KEYS and ARGV of a call; ReadOnly, before anything is sent, for a
+        write of a read-only store (a replica would refuse it; a primary must not see it)."""
         spec = self._specs[call.script]
+        if self.read_only and not spec.read_only:
+            raise ReadOnly(
+                f"{call.script} writes, and this store of {self.namespace!r} is read-only "
+                "(read_only=True): open one without read_only, on the primary, to write"
+            )
         keys = self._keys[call.script]
         if call.call:  # the receipt key is <prefix>call:<call id>
             keys = list(keys)
@@ -187,8 +194,9 @@ class MemoryStore(StoreBase):
     stored one it raises :class:`PolicyMismatch`, unless ``replace_policy``.
 
     With ``read_only=True`` (a client of a read replica) the store writes
-    nothing: it reads the stored policy instead of configuring, ``get``,
-    ``top`` and ``stats`` work, and the server refuses writes (:class:`ReadOnly`).
+    nothing: it reads the stored policy instead of configuring, the reads work,
+    and every write raises :class:`ReadOnly` before anything is sent (on a
+    primary too).
 
     ``mode="auto"`` (the default) calls the scripts as the Redis Functions
     library ``memevict`` (FCALL), loading it if the server lacks it, where the
