@@ -144,13 +144,21 @@ end
 -- A clock or half-life edited by hand starts a new piece of G where the
 -- packed policy the scripts ran with left it, as set_policy does (recency
 -- already lost stays lost).
+-- A field edited to a value out of its range is restored from the packed
+-- copy the scripts ran with, when that one is sound.
 local function policy_repack()
+  local was = rcall('HGET', KEY.policy, 'packed')
+  local ran = was and unpacked_policy(was)
   for i, f in ipairs(POLICY) do
     local _, why = policy_value(f, stored[i] or '')
-    if why then fail('BAD_POLICY', 'the stored policy was edited: ' .. why) end
+    if why and not ran then fail('BAD_POLICY', 'the stored policy was edited: ' .. why) end
+    if why then
+      local x = ran[f[1]]
+      stored[i] = type(x) == 'string' and x or fmt(x)
+      missing[i] = true -- (written back below)
+    end
   end
   local packed = pack_policy(stored)
-  local was = rcall('HGET', KEY.policy, 'packed')
   if was ~= packed then
     rcall('HSET', KEY.policy, 'packed', packed)
     local old, new = was and unpacked_policy(was), parse_policy(stored)
@@ -161,7 +169,7 @@ local function policy_repack()
       save_state(st)
     end
   end
-  for i, f in ipairs(POLICY) do -- (a field added since the policy was stored)
+  for i, f in ipairs(POLICY) do -- (a field added since the policy was stored, or restored)
     if missing[i] then rcall('HSET', KEY.policy, f[1], stored[i]) end
   end
 end

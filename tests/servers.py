@@ -68,6 +68,8 @@ class Server:
             try:
                 if self.client().ping():
                     return self
+            except redis.AuthenticationError:  # (up, and wants a password: --requirepass)
+                return self
             except redis.ConnectionError:
                 time.sleep(0.05)
         raise RuntimeError(f"{self.binary} did not start on port {self.port}")

@@ -373,13 +373,14 @@ def test_policy_token_budget_and_idle_expiry(server: Server, client: redis.Redis
     assert json.loads(out)["over_tokens"] == 3
     code, out = run(server, "stats", "--now", T0)
     assert code == 0 and out.split() == [
-        "hot=2", "cold=0", "whitelisted=0", "protected=2", "tokens=8", "over_tokens=3"
+        "hot=2", "cold=0", "whitelisted=0", "protected=2", "over=0", "backlog=0", "tokens=8",
+        "over_tokens=3",
     ]  # fmt: skip
     code, out = run(server, "policy", "--max-tokens", "0", "--json")
     assert code == 0 and json.loads(out)["max_tokens"] == 0
     code, out = run(server, "stats", "--now", T0)  # no budget: no over_tokens
     assert code == 0 and out.split() == [
-        "hot=2", "cold=0", "whitelisted=0", "protected=2", "tokens=8"
+        "hot=2", "cold=0", "whitelisted=0", "protected=2", "over=0", "backlog=0", "tokens=8"
     ]  # fmt: skip
 
 
@@ -544,3 +545,82 @@ def test_drop_asks_first(server: Server, client: redis.Redis) -> None:
     done = CliRunner().invoke(main, args, input="y\n")
     assert done.exit_code == 0 and "dropped namespace 'cli'" in done.output, done.output
     assert run(server, "stats")[0] == 1
+
+
+# --- issue 28: the operator's CLI, tried as a new user would ---------------------------------
+
+
+def test_a_hand_broken_policy_field_is_one_line_and_heals(
+    server: Server, client: redis.Redis
+) -> None:
+    """Item 11: stats and policy say what is wrong in one line, namespaces lists the
+    namespace as unreadable and goes on, and the next writable open restores the field
+    from the packed copy the scripts ran with."""
+    assert run(server, "remember", "a", "-i", "1")[0] == 0
+    other = CliRunner().invoke(
+        main, ["--url", server.url, "-n", "fine", "remember", "b", "-i", "2"]
+    )
+    assert other.exit_code == 0
+    client.hset("memevict:{cli}:policy", "max_hot", "banana")
+    for command in (["stats"], ["policy"]):
+        code, out = run(server, *command)
+        assert code == 1 and "Traceback" not in out and out.count("\n") == 1, out
+        assert "BadPolicy: the stored policy's max_hot is 'banana'" in out
+    code, out = run(server, "namespaces")
+    assert code == 0 and out.splitlines()[0].startswith("cli  cannot be read: BadPolicy")
+    assert out.splitlines()[1].startswith("fine  hot=1"), out
+    code, out = run(server, "namespaces", "--json")
+    listed = {n["name"]: n for n in json.loads(out)}
+    assert listed["cli"]["stats"] is None and "banana" in listed["cli"]["error"]
+    assert listed["fine"]["error"] is None and listed["fine"]["stats"]["hot"] == 1
+    code, out = run(server, "policy", "--max-hot", "5", "--json")
+    assert code == 0 and json.loads(out)["max_hot"] == 5
+    client.hset("memevict:{cli}:policy", "max_hot", "banana")
+    assert run(server, "remember", "c", "-i", "1")[0] == 0  # restored from the packed copy
+    assert client.hget("memevict:{cli}:policy", "max_hot") == b"5"
+
+
+def test_a_refused_write_creates_no_namespace(server: Server, client: redis.Redis) -> None:
+    """Item 12: arguments are checked before the store opens; a write that needs a memory
+    (forget, touch, ...) on a namespace that does not exist says so and creates nothing."""
+    for args in (
+        ["remember", "x", "-i", "-1"],
+        ["remember", "x", "-i", "1", "--tokens", "0"],
+        ["policy", "--max-hot", "0"],
+        ["forget", "x"],
+        ["touch", "x"],
+        ["recall", "x"],
+        ["decay", "0.5"],
+    ):
+        result = CliRunner().invoke(main, ["--url", server.url, "-n", "typo", *args])
+        assert result.exit_code == 1 and "Traceback" not in result.output, (args, result.output)
+        assert not client.keys("memevict:{typo}:*"), args
+    code, out = run(server, "namespaces")
+    assert code == 0 and "typo" not in out
+
+
+def test_the_cli_details_a_new_user_meets(server: Server) -> None:
+    """Item 13: --json before the command, REDIS_URL in --url's help, over and backlog in
+    stats, get of no memory as JSON null, help for every policy option, and a server that
+    needs a password said so."""
+    assert run(server, "remember", "a", "-i", "1")[0] == 0
+    code, out = run(server, "--json", "stats")  # (after --url and --namespace)
+    assert code == 0 and json.loads(out)["backlog"] >= 0
+    code, out = run(server, "stats")
+    assert "over=0" in out and "backlog=" in out
+    code, out = run(server, "get", "nothing", "--json")
+    assert code == 0 and json.loads(out) is None
+    assert run(server, "get", "nothing")[0] == 1
+    assert "REDIS_URL" in CliRunner().invoke(main, ["--help"]).output
+    help_text = CliRunner().invoke(main, ["policy", "--help"]).output.split("Options:")[1]
+    for name in Policy.__dataclass_fields__:
+        option = "--" + name.replace("_", "-")
+        after = help_text.split(option, 1)[1].split("\n", 1)[0]
+        assert re.search(r"[A-Z][a-z]", after), (option, after)  # a description on its line
+    locked = Server(server.binary, extra=("--requirepass", "sekret")).start()
+    try:
+        result = CliRunner().invoke(main, ["--url", locked.url, "stats"])
+        assert result.exit_code == 1 and "needs a password" in result.output, result.output
+        assert "redis://:PASSWORD@" in result.output
+    finally:
+        locked.stop()

@@ -244,7 +244,8 @@ COUNTS = ("hot", "cold", "whitelisted", "protected", "over", "backlog")
 NOW = T0 + 1000
 
 
-def counts(stats: Stats) -> tuple[int, ...]:
+def counts(stats: Stats | None) -> tuple[int, ...]:
+    assert stats is not None
     return tuple(getattr(stats, field) for field in COUNTS)
 
 

@@ -188,9 +188,17 @@ def test_a_hand_edit_of_a_field_applies_when_a_store_next_opens(client: redis.Re
     assert store.remember("m3", 9.0, now=T0).evicted == ("m0", "m1", "m2")
 
 
-def test_a_bad_hand_edit_is_refused_when_a_store_opens(client: redis.Redis) -> None:
-    MemoryStore(client, "ns", Policy(max_hot=3))
+def test_a_bad_hand_edit_is_restored_when_a_store_opens(client: redis.Redis) -> None:
+    """A field edited out of its range goes back to the value the scripts ran with (the
+    packed copy) when a writable store opens; with no sound packed copy either, the open
+    is refused."""
+    MemoryStore(client, "ns", Policy(max_hot=3, jitter=0.002))
     client.hset(key_name("ns", "policy"), "jitter", "a lot")
+    with pytest.raises(BadPolicy, match="jitter is 'a lot'"):
+        MemoryStore(client, "ns", read_only=True)
+    assert MemoryStore(client, "ns").policy.jitter == 0.002
+    assert client.hget(key_name("ns", "policy"), "jitter") == b"0.002"
+    client.hset(key_name("ns", "policy"), mapping={"jitter": "a lot", "packed": b"\xc1"})
     with pytest.raises(BadPolicy, match="edited: jitter"):
         MemoryStore(client, "ns")
 

@@ -25,7 +25,7 @@ from memevict import commands
 from memevict.clients import async_client_from_url, async_routed
 from memevict.commands import Call, Item
 from memevict.errors import MemevictError, NoPolicy, from_response
-from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of
+from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of, unreadable
 from memevict.policy import Policy
 from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Choice
 from memevict.results import (
@@ -39,6 +39,7 @@ from memevict.results import (
     Tier,
     Window,
 )
+from memevict.scripts import key_name
 from memevict.store import POLICY_FIELDS, StoreBase
 
 T = TypeVar("T")
@@ -295,7 +296,10 @@ async def namespaces(client: AsyncClient, *, now: int | None = None) -> list[Nam
     for name in names_of(keys):
         try:
             stats = await AsyncMemoryStore(client, name, read_only=True).stats(now=now)
-        except NoPolicy:
-            continue  # deleted since the SCAN
+        except MemevictError as error:
+            there = bool(await client.hexists(key_name(name, "policy"), "packed"))
+            entry = unreadable(name, error, there)
+            found += [entry] if entry else []
+            continue
         found.append(Namespace(name, stats))
     return found

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import redis
 
+from memevict import commands
 from memevict.clients import client_from_url, close_client
-from memevict.commands import MAX_SCAN, MAX_TOP
+from memevict.commands import MAX_SCAN, MAX_TOP, check_namespace
 from memevict.errors import MemevictError
 from memevict.namespaces import Namespace
 from memevict.namespaces import namespaces as list_namespaces
-from memevict.policy import CLOCKS, Policy
+from memevict.policy import CLOCKS, Policy, field_docs
 from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
-from memevict.scripts import specs
+from memevict.scripts import key_name, specs
 from memevict.store import MemoryStore
 
 if TYPE_CHECKING:  # (the simulate package loads only when simulate runs)
@@ -53,11 +54,20 @@ def connect(url: str | None, *, routed: bool = True) -> Iterator[Any]:
 
 
 @contextmanager
-def _store(ctx: click.Context, *, read: bool = False) -> Iterator[MemoryStore]:
-    """The namespace's store; for a command that only reads (``read``), one that
-    never writes, so reading a namespace that does not exist does not create it."""
+def _store(
+    ctx: click.Context, *, read: bool = False, creates: bool = False
+) -> Iterator[MemoryStore]:
+    """The namespace's store. For a command that only reads (``read``), one that never
+    writes, so reading a namespace that does not exist does not create it. A write
+    creates the namespace only if it ``creates`` (remember, policy); any other write on
+    a namespace that does not exist is an error, and leaves it absent."""
+    name = ctx.obj["namespace"]
     with connect(ctx.obj["url"]) as client:
-        yield MemoryStore(client, ctx.obj["namespace"], read_only=read)
+        if not (read or creates) and not client.exists(key_name(check_namespace(name), "policy")):
+            raise click.ClickException(
+                f"NoPolicy: namespace {name!r} does not exist (remember creates it)"
+            )
+        yield MemoryStore(client, name, read_only=read)
 
 
 def _emit(data: Any, as_json: bool, text: Callable[[], str]) -> None:
@@ -86,7 +96,14 @@ def _memory_line(m: Memory) -> str:
 
 
 _MAX_DRAIN_CALLS = 10_000  # memevict evict: 2,000,000 memories moved at most
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON.",
+    # (memevict --json COMMAND too)
+    callback=lambda ctx, _, value: bool(value or (ctx.obj or {}).get("json")),
+)
 now_option = click.option(
     "--now", type=int, default=None, help="Time in ms since the epoch (default: server clock)."
 )
@@ -101,24 +118,48 @@ class _Group(click.Group):
         except MemevictError as error:
             raise click.ClickException(f"{type(error).__name__}: {error}") from None
         except redis.ConnectionError as error:
-            raise click.ClickException(f"cannot reach the server: {error}") from None
+            raise click.ClickException(f"cannot reach the server: {_hint(error)}") from None
         except redis.RedisError as error:  # anything else the server or redis-py raised
             raise click.ClickException(f"{type(error).__name__}: {error}") from None
 
 
+def _hint(error: redis.RedisError) -> str:
+    """A connection error, with what to do where redis-py's words do not say."""
+    text = str(error)
+    if "HELLO must be called with the client already authenticated" in text or (
+        "NOAUTH" in text or "Authentication required" in text
+    ):
+        return (
+            "the server needs a password: put it in the URL, "
+            "redis://:PASSWORD@HOST:PORT (or redis://USER:PASSWORD@HOST:PORT)"
+        )
+    return text
+
+
 @click.group(cls=_Group)
-@click.option("--url", envvar="REDIS_URL", help="Redis/Valkey URL (default: the embedded server).")
 @click.option(
-    "--namespace", "-n", default="default", show_default=True, envvar="MEMEVICT_NAMESPACE"
+    "--url",
+    envvar="REDIS_URL",
+    help="Redis/Valkey URL, such as redis://127.0.0.1:6379/0 (default: $REDIS_URL, else "
+    "the embedded server).",
 )
+@click.option(
+    "--namespace",
+    "-n",
+    default="default",
+    show_default=True,
+    envvar="MEMEVICT_NAMESPACE",
+    help="The namespace (default: $MEMEVICT_NAMESPACE, else 'default').",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (as every command's --json).")
 @click.version_option(package_name="memevict")
 @click.pass_context
-def main(ctx: click.Context, url: str | None, namespace: str) -> None:
+def main(ctx: click.Context, url: str | None, namespace: str, as_json: bool) -> None:
     """memevict: keep what matters in an AI agent's memory, evict the rest.
 
     Every memory scores importance x recency x whitelist boost; the lowest go first.
     """
-    ctx.obj = {"url": url, "namespace": namespace}
+    ctx.obj = {"url": url, "namespace": namespace, "json": as_json}
 
 
 @main.command()
@@ -229,10 +270,14 @@ def remember(
     now: int | None,
     as_json: bool,
 ) -> None:
-    """Add or update a memory."""
-    with _store(ctx) as store:
+    """Add or update a memory (creating the namespace if it is new)."""
+    # Checked before the store opens: a refused write creates no namespace.
+    commands.remember(
+        id, importance, text=text, whitelist=whitelist, now=now, tokens=tokens, group=group
+    )
+    with _store(ctx, creates=True) as store:
         r = store.remember(
-            id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+            id, importance, text=text, whitelist=whitelist, now=now, tokens=tokens, group=group
         )
     _emit(r, as_json, lambda: _remembered_line(r))
 
@@ -246,9 +291,12 @@ def get(ctx: click.Context, id: str, now: int | None, as_json: bool) -> None:
     """Show one memory."""
     with _store(ctx, read=True) as store:
         m = store.get(id, now=now)
-    if m is None:
+    if as_json:
+        _emit(m, True, str)  # (null when there is none)
+    elif m is None:
         raise click.ClickException(f"NotFound: no memory {id}")
-    _emit(m, as_json, lambda: _memory_line(m))
+    else:
+        click.echo(_memory_line(m))
 
 
 @main.command()
@@ -393,9 +441,8 @@ def drop(ctx: click.Context, yes: bool, as_json: bool) -> None:
     name = ctx.obj["namespace"]
     if as_json and not yes:  # (JSON is for scripts, which cannot answer a prompt)
         raise click.ClickException(f"drop --json does not ask: pass --yes to drop {name!r}")
-    # A store that never configures: dropping a namespace that does not exist
-    # says so instead of creating it first.
-    with _store(ctx, read=True) as store:
+    # (dropping a namespace that does not exist says so instead of creating it first)
+    with _store(ctx) as store:
         if not yes:
             s = store.stats()
             click.confirm(
@@ -489,7 +536,7 @@ def _stats_line(s: Stats, budget: bool) -> str:
     over = f" over_tokens={s.over_tokens}" if budget else ""
     return (
         f"hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} protected={s.protected} "
-        f"tokens={s.tokens}{over}"
+        f"over={s.over} backlog={s.backlog} tokens={s.tokens}{over}"
     )
 
 
@@ -507,6 +554,8 @@ def namespaces(ctx: click.Context, now: int | None, as_json: bool) -> None:
 
 def _namespace_line(n: Namespace) -> str:
     s = n.stats
+    if s is None:
+        return f"{n.name}  cannot be read: {n.error}"
     return (
         f"{n.name}  hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} "
         f"protected={s.protected} over={s.over} backlog={s.backlog}"
@@ -514,10 +563,15 @@ def _namespace_line(n: Namespace) -> str:
 
 
 def _policy_options(command: F) -> F:
+    docs = field_docs()
     for field in reversed(dataclasses.fields(Policy)):
         kind: Any = {"int": int, "float": float, "str": click.Choice(CLOCKS)}[str(field.type)]
         command = click.option(
-            "--" + field.name.replace("_", "-"), field.name, type=kind, default=None
+            "--" + field.name.replace("_", "-"),
+            field.name,
+            type=kind,
+            default=None,
+            help=f"{docs[field.name][:1].upper()}{docs[field.name][1:]}",
         )(command)
     return command
 
@@ -529,7 +583,8 @@ def _policy_options(command: F) -> F:
 def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
     """Show the namespace's policy, or set fields of it (e.g. --max-hot 50)."""
     updates = {k: v for k, v in changes.items() if v is not None}
-    with _store(ctx, read=not updates) as store:
+    Policy(**updates)  # (checked before the store opens: a refused change creates nothing)
+    with _store(ctx, read=not updates, creates=True) as store:
         current = store.set_policy(**updates) if updates else store.policy
     _emit(
         current,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memevict.commands import as_text, check_namespace
-from memevict.errors import BadNamespace, NoPolicy
+from memevict.errors import BadNamespace, MemevictError, NoPolicy
 from memevict.registry import SyncClient
 from memevict.results import Stats
 from memevict.scripts import key_name
@@ -27,10 +27,22 @@ SCAN_COUNT = 1000  # keys a SCAN step looks at; the policy keys are few among th
 
 @dataclass(frozen=True, slots=True)
 class Namespace:
-    """One namespace and its counts (as its store's ``stats()``)."""
+    """One namespace and its counts (as its store's ``stats()``); for one whose counts
+    cannot be read (a key edited by hand, an ACL that refuses them), None and why."""
 
     name: str
-    stats: Stats
+    stats: Stats | None
+    error: str | None = None
+
+
+def unreadable(name: str, error: MemevictError, packed: bool) -> Namespace | None:
+    """The entry of a namespace whose counts could not be read: None if it has no whole
+    policy (deleted since the SCAN, or a hash that only looks like one; ``packed``:
+    whether its policy has the packed copy configure writes), else listed with the error,
+    so that one damaged namespace does not fail the list."""
+    if isinstance(error, NoPolicy) and not packed:
+        return None
+    return Namespace(name, None, f"{type(error).__name__}: {error}")
 
 
 def names_of(keys: Iterable[bytes | str]) -> list[str]:
@@ -59,7 +71,11 @@ def namespaces(client: SyncClient, *, now: int | None = None) -> list[Namespace]
     for name in names_of(keys):
         try:
             stats = MemoryStore(client, name, read_only=True).stats(now=now)
-        except NoPolicy:
+        except MemevictError as error:
+            entry = unreadable(
+                name, error, bool(client.hexists(key_name(name, "policy"), "packed"))
+            )
+            found += [entry] if entry else []
             continue
         found.append(Namespace(name, stats))
     return found

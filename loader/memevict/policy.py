@@ -109,5 +109,30 @@ class Policy:
         for field in fields(cls):
             raw = values[field.name]
             kinds = {"int": int, "float": float, "str": str}
-            kwargs[field.name] = kinds[str(field.type)](raw)
+            try:
+                kwargs[field.name] = kinds[str(field.type)](raw)
+            except ValueError:  # (edited by hand)
+                kind = {"int": "whole number", "float": "number"}.get(str(field.type), "word")
+                raise BadPolicy(
+                    f"the stored policy's {field.name} is {raw[:64]!r}, not a {kind}: a store "
+                    "that may write restores it when it opens (memevict policy "
+                    f"--{field.name.replace('_', '-')} VALUE sets it)"
+                ) from None
         return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def field_docs() -> dict[str, str]:
+    """Each field's line of the Policy docstring (its one description), by name."""
+    docs: dict[str, str] = {}
+    names = {f.name for f in fields(Policy)}
+    current = None
+    for line in (Policy.__doc__ or "").splitlines():
+        head, _, rest = line.strip().partition(": ")
+        if head in names and rest:
+            current = head
+            docs[current] = rest
+        elif current and line.startswith("        ") and line.strip():
+            docs[current] += " " + line.strip()
+        else:
+            current = None
+    return docs
