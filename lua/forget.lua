@@ -44,11 +44,15 @@ return once(p, function()
     if #ids == 0 then ids = {id} end -- (its link was lost: README, Lost keys)
   end
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
-  local tokens, links = 0, {}
+  local tokens, links, cold = 0, {}, 0
   for i, x in ipairs(ids) do
     local y = raws[i] and unpack_meta(x, raws[i])
     if y and not y.cold then tokens = tokens + y.tokens end
+    if y and y.cold then cold = cold + 1 end
     if y and y.group ~= '' then links[#links + 1] = y.group .. '\0' .. x end
+  end
+  if cold > 0 then -- (live cold memories leave: the line holds, see hold_cold_line)
+    hold_cold_line({cold = rcall('ZCARD', KEY.cold), cold_max = p.cold_max, members = {}}, cold)
   end
   rcall('HDEL', KEY.meta, unpack(ids))
   rcall('HDEL', KEY.text, unpack(ids))

@@ -16,6 +16,7 @@ from memevict import (
     AsyncMemoryStore,
     MemoryStore,
     NoPolicy,
+    NotFound,
     Policy,
     ReadOnly,
     UnsafeMaxmemoryPolicy,
@@ -303,3 +304,29 @@ def test_a_read_only_store_never_writes_and_set_policy_survives_a_drop(
             await writer.aclose()
 
     assert asyncio.run(dropped_then_set()) == 5
+
+
+def test_a_memory_past_cold_max_stays_gone(make_store: StoreFactory, client: redis.Redis) -> None:
+    """Item 5: a memory past cold_max (dropped in batches) is gone for every call, and
+    stays gone when another cold memory leaves the tier (forgotten, recalled); a group
+    across the line is gone whole, and recalling a member brings nothing back."""
+    store = make_store("line", max_hot=1, protect_s=0, cold_max=64)
+    for i in range(66):  # 65 cold: one past the line, not dropped yet (batches of 2)
+        store.remember(f"m{i:02}", 1.0 + i / 100, now=T0 + i)  # (each evicts the one before)
+    assert client.zcard(key_name("line", "cold")) == 65 and store.stats().cold == 64
+    assert store.get("m00", now=T0 + 100) is None  # the oldest: past the line
+    for leave in ("forget", "recall"):
+        store.forget("m10") if leave == "forget" else store.recall("m11", now=T0 + 101)
+        assert store.get("m00", now=T0 + 102) is None, leave
+        with pytest.raises(NotFound):
+            store.recall("m00", now=T0 + 103)
+    grouped = make_store("gline", max_hot=2, protect_s=0, cold_max=65)
+    for i in range(33):  # pairs evicted whole, oldest first
+        grouped.remember(f"a{i:02}", 1.0 + i / 10, group=f"g{i:02}", now=T0 + 2 * i)
+        grouped.remember(f"b{i:02}", 1.0 + i / 10, group=f"g{i:02}", now=T0 + 2 * i + 1)
+    grouped.remember("x", 9.0, now=T0 + 90)  # evicts the last pair
+    assert client.zcard(key_name("gline", "cold")) == 66  # 33 pairs: one past the line
+    gone = [grouped.get(f"{h}00", now=T0 + 92) for h in "ab"]
+    assert gone == [None, None]  # the whole group, not one member
+    with pytest.raises(NotFound):
+        grouped.recall("b00", now=T0 + 93)

@@ -325,6 +325,7 @@ local function rebase(t, p, st)
 end
 
 local function start_writes(t, p, st)
+  t.cold_max = p.cold_max
   if t.now > st.latest then st.latest, st.changed = t.now, true end
   expire_protection(t)
   rebase(t, p, st)
@@ -364,6 +365,55 @@ local function place(m, t, p, st)
   return key
 end
 
+-- Deletes cold memories for good (meta, text, cold and links entries).
+local function delete_cold(ids, links)
+  if #ids == 0 then return end
+  rcall('HDEL', KEY.meta, unpack(ids))
+  rcall('HDEL', KEY.text, unpack(ids))
+  rcall('ZREM', KEY.cold, unpack(ids))
+  if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
+end
+
+-- Drops cold memories ids, each with the cold rest of its group (at most
+-- WORK + GROUP_MAX in all).
+local function drop_grouped(ids, t)
+  -- Each one's group, from its metadata (the name after the fixed part);
+  -- not read while no memory is in a group.
+  local raws = {}
+  if #ids > 0 and rcall('ZCARD', KEY.links) > 0 then raws = rcall('HMGET', KEY.meta, unpack(ids)) end
+  local drop, links, dropping = {}, {}, {}
+  local function add(id, link)
+    if dropping[id] then return end
+    dropping[id] = true
+    drop[#drop + 1] = id
+    if link then links[#links + 1] = link end
+  end
+  for i, id in ipairs(ids) do
+    if #drop >= WORK then break end -- (whole groups: at most WORK + GROUP_MAX)
+    local group = raws[i] and string.sub(raws[i], META_BYTES + 1) or ''
+    if group ~= '' and not dropping[id] then
+      local members = members_in(group, t)
+      t.members[group] = nil -- (its links go)
+      local cold = #members > 0 and rcall('ZMSCORE', KEY.cold, unpack(members)) or {}
+      for j, x in ipairs(members) do
+        if cold[j] then add(x, group .. '\0' .. x) end
+      end
+    end
+    add(id, group ~= '' and group .. '\0' .. id or nil)
+  end
+  delete_cold(drop, links)
+  t.cold = t.cold - #drop
+end
+
+-- A call is about to take k memories within cold_max out of the cold tier
+-- (recalled, remembered again, forgotten): each would let one past the line
+-- in, so the k newest of those past it are dropped first. A memory gone
+-- stays gone (rule 8).
+local function hold_cold_line(t, k)
+  if t.cold <= t.cold_max then return end
+  drop_grouped(rcall('ZRANGE', KEY.cold, t.cold_max, t.cold_max + k - 1, 'REV'), t)
+end
+
 -- Takes memory m out of wherever it is (its hot indexes, or the cold tier)
 -- before it is placed again; m.new marks a memory that is nowhere yet. A
 -- memory coming into the hot tier brings its tokens.
@@ -372,6 +422,7 @@ local function lift(m, t)
     t.size = t.size + 1
     t.tokens = t.tokens + m.tokens
   elseif m.cold then
+    hold_cold_line(t, 1)
     rcall('ZREM', KEY.cold, m.id)
     t.cold = t.cold - 1
     t.size = t.size + 1
@@ -422,14 +473,6 @@ local function cap_whitelist(p, st, t)
   return demoted
 end
 
--- Deletes cold memories for good (meta, text, cold and links entries).
-local function delete_cold(ids, links)
-  if #ids == 0 then return end
-  rcall('HDEL', KEY.meta, unpack(ids))
-  rcall('HDEL', KEY.text, unpack(ids))
-  rcall('ZREM', KEY.cold, unpack(ids))
-  if #links > 0 then rcall('ZREM', KEY.links, unpack(links)) end
-end
 
 -- The cold tier keeps its cold_max most recently evicted memories. The
 -- ones beyond are dropped in batches: once there are at least 1 + cold_max
@@ -448,44 +491,28 @@ end
 -- Drops the cold memories due (about WORK per call, each with the cold rest
 -- of its group, so fewer than WORK + GROUP_MAX; until then reads treat them
 -- as gone: cold_gone).
+
 local function trim_cold(p, t)
   local excess = math.min(cold_due(p, t.cold), WORK)
   if excess <= 0 then return end
-  local ids = rcall('ZRANGE', KEY.cold, 0, excess - 1)
-  -- Each one's group, from its metadata (the name after the fixed part);
-  -- not read while no memory is in a group.
-  local raws = {}
-  if rcall('ZCARD', KEY.links) > 0 then raws = rcall('HMGET', KEY.meta, unpack(ids)) end
-  local drop, links, dropping = {}, {}, {}
-  local function add(id, link)
-    if dropping[id] then return end
-    dropping[id] = true
-    drop[#drop + 1] = id
-    if link then links[#links + 1] = link end
-  end
-  for i, id in ipairs(ids) do
-    if #drop >= WORK then break end -- (whole groups: at most WORK + GROUP_MAX)
-    local group = raws[i] and string.sub(raws[i], META_BYTES + 1) or ''
-    if group ~= '' and not dropping[id] then
-      local members = members_in(group, t)
-      t.members[group] = nil -- (its links go)
-      local cold = #members > 0 and rcall('ZMSCORE', KEY.cold, unpack(members)) or {}
-      for j, x in ipairs(members) do
-        if cold[j] then add(x, group .. '\0' .. x) end
-      end
-    end
-    add(id, group ~= '' and group .. '\0' .. id or nil)
-  end
-  delete_cold(drop, links)
-  t.cold = t.cold - #drop
+  drop_grouped(rcall('ZRANGE', KEY.cold, 0, excess - 1), t)
 end
+
 
 -- Whether cold memory m is beyond cold_max, waiting to be dropped by
 -- trim_cold: every call treats it as already gone.
 local function cold_gone(m, p)
   if not m.cold then return false end
   local n = typed_read('ZCARD', KEY.cold)
-  return n > p.cold_max and typed_read('ZREVRANK', KEY.cold, m.id) >= p.cold_max
+  if n <= p.cold_max then return false end
+  if typed_read('ZREVRANK', KEY.cold, m.id) >= p.cold_max then return true end
+  -- A group is in one tier: gone when any of its members is (rule 11). Its
+  -- members were evicted together, next to each other in the cold tier, so
+  -- one past the line is the first one there.
+  if m.group == '' then return false end
+  local first = rcall('ZRANGE', KEY.cold, p.cold_max, p.cold_max, 'REV')[1]
+  local raw = first and rcall('HGET', KEY.meta, first)
+  return raw and string.sub(raw, META_BYTES + 1) == m.group or false
 end
 
 -- Reads memory id's metadata, or nil if it is unknown or cold_gone.
