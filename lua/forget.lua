@@ -63,6 +63,7 @@ return once(p, function()
   if m.group ~= '' then rcall('ZREM', KEY.groups, m.group) end
   if tokens > 0 then
     st.tokens, st.changed = st.tokens - tokens, true
+    if st.tokens < 0 then st.tokens = hot_totals(RECOUNT) or 0 end -- (see enforce)
     save_state(st)
   end
   return #ids

@@ -782,6 +782,9 @@ local function enforce(p, st, t)
     end
   end
   trim_cold(p, t)
+  -- A total below 0 was wrong before this call (a state edited by hand): it
+  -- is summed again (README: Lost keys).
+  if t.tokens < 0 then t.tokens = hot_totals(RECOUNT) or 0 end
   -- The state, with the hot tier's tokens as this call left them, written once.
   if t.tokens ~= st.tokens then st.tokens, st.changed = t.tokens, true end
   save_state(st)

@@ -121,13 +121,27 @@ end
 local STATE = {'epoch', 'decay', 'seq', 'g0', 'x0', 'latest', 'wbase', 'tokens'}
 local PACKED_STATE = '<dddddddd'
 
--- A packed state of another length (damaged by hand) reads as none: the
--- call fails NO_POLICY before any write and configure rebuilds it.
+-- Whether x is a finite number in [lo, hi] (false for NaN).
+local function within(x, lo, hi)
+  return x >= lo and x <= hi
+end
+
+-- A packed state of another length, or with a value no call writes (a byte
+-- flipped by hand: not finite, a negative count, a time outside 0 .. 9999),
+-- reads as none: the call fails NO_POLICY before any write and configure
+-- rebuilds it.
 local function read_state()
   local packed = typed_read('HGET', KEY.state, 'packed')
   if packed and #packed ~= 64 then return nil end
   if packed then
     local epoch, decay, seq, g0, x0, latest, wbase, tokens = struct.unpack(PACKED_STATE, packed)
+    local big = 2 ^ 53
+    if not (within(epoch, 0, 253402300799999) and within(latest, 0, 253402300799999)
+        and within(seq, 0, big) and within(tokens, 0, big) and within(decay, -big, big)
+        and within(g0, -big, big) and within(x0, -big, 253402300799999)
+        and within(wbase, -big, big)) then
+      return nil
+    end
     return {epoch = epoch, decay = decay, seq = seq, g0 = g0, x0 = x0, latest = latest,
       wbase = wbase, tokens = tokens, changed = false}
   end
