@@ -16,7 +16,25 @@ from memevict import MemoryStore, Policy
 from memevict.state import read_state
 from tests.servers import Server, redis_binary, valkey_binary
 
-SERVERS = ("valkey", "redis")
+# Both servers; MEMEVICT_SERVERS=valkey (or redis) runs one leg, for a quick run.
+SERVERS = tuple(os.environ.get("MEMEVICT_SERVERS", "valkey,redis").split(","))
+
+# The test files that take most of the suite's time (clusters, replicas, many processes,
+# the benchmarks' smoke runs, long seeded hunts, whole conversations through the
+# adapters): marked slow, so that `pytest -m "not slow"` is the quick run.
+SLOW_FILES = frozenset(
+    {
+        "test_adapter_coverage.py", "test_adapter_turn.py", "test_bench.py", "test_cluster.py",
+        "test_damage.py", "test_faults.py", "test_loader.py", "test_model.py",
+        "test_readme.py", "test_stress.py",
+    }
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", params=SERVERS)

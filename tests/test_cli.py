@@ -87,6 +87,7 @@ def test_every_command_runs(server: Server, client: redis.Redis) -> None:
     assert json.loads(out)["loaded"] == {name: spec.sha for name, spec in specs().items()}
 
 
+@pytest.mark.slow  # (a replica, or a 200-turn agent: seconds)
 def test_load_reaches_the_replicas(server: Server, client: redis.Redis) -> None:
     replica = Server(server.binary, extra=("--replicaof", "127.0.0.1", str(server.port))).start()
     try:

@@ -223,6 +223,7 @@ def test_a_read_only_store_does_not_load_the_library(client: redis.Redis) -> Non
     assert loaded_version(client) is None
 
 
+@pytest.mark.slow  # (a replica, or a 200-turn agent: seconds)
 def test_functions_persist_and_replicate(server: Server) -> None:
     primary = Server(server.binary, extra=("--appendonly", "yes")).start()
     replica = Server(server.binary, extra=("--replicaof", "127.0.0.1", str(primary.port)))

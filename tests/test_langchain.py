@@ -207,6 +207,7 @@ def _has_instruction(messages: Sequence[BaseMessage]) -> bool:
     return any(INSTRUCTION in m.text for m in messages)
 
 
+@pytest.mark.slow  # (a replica, or a 200-turn agent: seconds)
 def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Server) -> None:
     """With a message over the whole budget at turn 51 (sent as the current turn, then kept
     in the cold tier: no OverBudget, then or later) and the server flushed at turn 120

@@ -257,6 +257,7 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
     assert _holds_instruction(outputs[-1])
 
 
+@pytest.mark.slow  # (a replica, or a 200-turn agent: seconds)
 def test_a_200_turn_agent_through_an_over_budget_message_a_flush_and_a_dynamic_prompt(
     server: Server,
 ) -> None:
