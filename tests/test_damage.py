@@ -1,9 +1,9 @@
 """Hand damage between calls (issue 28): a seeded mix of every method on one namespace,
 with, between calls, one key of it deleted, one byte of its packed policy or state
 flipped, or one policy field set to nonsense. Every call either works or fails with a
-typed error (a MemevictError other than UnexpectedReply, which says a script broke); and
-a writable store opened after the damage always works, its counts agreeing with its
-memories (the namespace has healed)."""
+typed error (a MemevictError other than UnexpectedReply, which says a script broke); the
+CLI's reads answer or fail in one line, never with a traceback; and a writable store
+opened after the damage always works (the namespace has healed)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import random
 
 import pytest
 import redis
+from click.testing import CliRunner
 
 from memevict import MemoryStore, Policy
+from memevict.cli import main
 from memevict.errors import UnexpectedReply
 from memevict.scripts import key_name
 from tests.test_functions import random_calls
@@ -64,6 +66,8 @@ def test_every_call_works_or_fails_typed_and_the_namespace_heals(
 ) -> None:
     rng = random.Random(seed)
     namespace = f"damaged{seed}"
+    kwargs = client.connection_pool.connection_kwargs
+    url = f"redis://{kwargs['host']}:{kwargs['port']}/0"
     store = MemoryStore(client, namespace, POLICY, replace_policy=True)
     calls = random_calls(store, rng, 10_000)
     for step in range(40):
@@ -71,6 +75,15 @@ def test_every_call_works_or_fails_typed_and_the_namespace_heals(
             result = next(calls)
             assert result != UnexpectedReply.__name__, (step, result)
         what = damage(client, namespace, rng)
+        for args in (["stats"], ["top"], ["window"], ["policy"], ["get", "m1"], ["namespaces"]):
+            # the CLI on the damaged namespace: its answer, or one line, never a traceback
+            ran = CliRunner().invoke(main, ["--url", url, "-n", namespace, *args])
+            assert ran.exit_code in (0, 1) and isinstance(ran.exception, SystemExit | None), (
+                what,
+                args,
+                ran.output,
+                ran.exception,
+            )
         for _ in range(3):  # calls on the damaged namespace (typed errors come as names)
             result = next(calls)
             assert result != UnexpectedReply.__name__, (step, what, result)
