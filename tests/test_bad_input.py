@@ -149,14 +149,15 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "tokens": 2,
         "group": "g",
         "now": LATER,
+        "call_id": "app:call-1",
     },
-    "touch": {"id": "b", "now": LATER},
-    "decay": {"rate": 0.5},
-    "evict": {"now": LATER},
-    "whitelist": {"id": "b", "now": LATER},
-    "demote": {"id": "w", "now": LATER},
-    "recall": {"id": "a", "now": LATER},
-    "forget": {"id": "b"},
+    "touch": {"id": "b", "now": LATER, "call_id": None},
+    "decay": {"rate": 0.5, "call_id": None},
+    "evict": {"now": LATER, "call_id": None},
+    "whitelist": {"id": "b", "now": LATER, "call_id": None},
+    "demote": {"id": "w", "now": LATER, "call_id": None},
+    "recall": {"id": "a", "now": LATER, "call_id": None},
+    "forget": {"id": "b", "call_id": "app.forget_2"},
     "get": {"id": "a", "now": LATER},
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
@@ -170,6 +171,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "remember_many": {
         "items": [("a", 2.0), Item("n", 1.0, text="x", whitelist=True)],
         "now": LATER,
+        "call_id": None,
     },
 }
 READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy", "window", "context", "scan", "close"}
@@ -199,6 +201,15 @@ def bad(label: str, value: object, error: type[InvalidArgument], *marks: Any) ->
 
 # Bad values of each parameter, by parameter name.
 BAD_PYTHON_VALUES: dict[str, list[Any]] = {
+    "call_id": [
+        bad("empty", "", BadArgument),
+        bad("65 characters", "c" * 65, BadArgument),
+        bad("a space", "call 1", BadArgument),
+        bad("a brace", "call{1}", BadArgument),
+        bad("non-ASCII", "appel-é", BadArgument),
+        bad("bytes", b"call-1", BadArgument),
+        bad("int", 1, BadArgument),
+    ],
     "id": [
         bad("empty", "", BadId),
         bad("1025 bytes", "x" * 1025, BadId),

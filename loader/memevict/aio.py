@@ -209,50 +209,70 @@ class AsyncMemoryStore(StoreBase):
         tokens: int = 1,
         group: str | None = None,
         now: int | None = None,
+        call_id: str | None = None,
     ) -> Remembered:
         """As :meth:`MemoryStore.remember`."""
         return await self._run(
             commands.remember(
-                id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+                id,
+                importance,
+                text=text,
+                whitelist=whitelist,
+                tokens=tokens,
+                group=group,
+                now=now,
+                call_id=call_id,
             )
         )
 
     async def remember_many(
-        self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
+        self,
+        items: Sequence[Item | tuple[str, float]],
+        *,
+        now: int | None = None,
+        call_id: str | None = None,
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
         at the same now, then evicts once; items are Item or (id, importance)."""
-        return await self._run(commands.remember_many(items, now=now))
+        return await self._run(commands.remember_many(items, now=now, call_id=call_id))
 
-    async def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
+    async def touch(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered | None:
         """Marks a hot memory as used now (evicting if that made the hot tier
         too full); None if it is cold; NotFound if unknown."""
-        return await self._run(commands.touch(id, now=now))
+        return await self._run(commands.touch(id, now=now, call_id=call_id))
 
-    async def decay(self, rate: float) -> None:
+    async def decay(self, rate: float, *, call_id: str | None = None) -> None:
         """Multiplies every non-whitelisted hot score by rate (0 < rate <= 1), in O(1)."""
-        await self._run(commands.decay(rate))
+        await self._run(commands.decay(rate, call_id=call_id))
 
-    async def evict(self, *, now: int | None = None) -> Evicted:
+    async def evict(self, *, now: int | None = None, call_id: str | None = None) -> Evicted:
         """Evicts down to max_hot (plus evict_batch) if the hot tier is over it."""
-        return await self._run(commands.evict(now=now))
+        return await self._run(commands.evict(now=now, call_id=call_id))
 
-    async def whitelist(self, id: str, *, now: int | None = None) -> Remembered:
+    async def whitelist(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered:
         """Whitelists a memory (recalling it if cold); raises NotFound for an unknown id."""
-        return await self._run(commands.whitelist(id, now=now))
+        return await self._run(commands.whitelist(id, now=now, call_id=call_id))
 
-    async def demote(self, id: str, *, now: int | None = None) -> Remembered:
+    async def demote(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered:
         """Makes a whitelisted memory ordinary (``demoted == (id,)``), evicting if that
         made the hot tier too full; ``demoted`` is empty if it was not whitelisted."""
-        return await self._run(commands.demote(id, now=now))
+        return await self._run(commands.demote(id, now=now, call_id=call_id))
 
-    async def recall(self, id: str, *, now: int | None = None) -> Remembered:
+    async def recall(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered:
         """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
-        return await self._run(commands.recall(id, now=now))
+        return await self._run(commands.recall(id, now=now, call_id=call_id))
 
-    async def forget(self, id: str) -> None:
+    async def forget(self, id: str, *, call_id: str | None = None) -> None:
         """Deletes a memory everywhere; NotFound if it is unknown."""
-        return await self._run(commands.forget(id))
+        return await self._run(commands.forget(id, call_id=call_id))
 
     async def get(self, id: str, *, now: int | None = None) -> Memory | None:
         """One memory, hot or cold, or None."""

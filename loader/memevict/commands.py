@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -130,9 +131,21 @@ def _group(group: str | None) -> bytes:
     return raw
 
 
-def _call() -> str:
-    """A fresh call id: the script keeps its reply under it, so a resent call runs once."""
-    return secrets.token_hex(8)
+MAX_CALL_ID = 64
+_CALL_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def _call(call_id: str | None = None) -> str:
+    """The call's id (a fresh one unless given): the script keeps its reply under it
+    (the receipt), so the call sent again with the same id runs once."""
+    if call_id is None:
+        return secrets.token_hex(8)
+    if not isinstance(call_id, str) or not _CALL_ID.fullmatch(call_id):
+        raise BadArgument(
+            f"call_id must be 1..{MAX_CALL_ID} characters of A-Z a-z 0-9 . _ : -, "
+            f"got {call_id!r:.80}"
+        )
+    return call_id
 
 
 def finite_number(value: object) -> float | None:
@@ -265,6 +278,7 @@ def remember(
     now: int | None,
     tokens: int = 1,
     group: str | None = None,
+    call_id: str | None = None,
 ) -> Call[Remembered]:
     if not isinstance(whitelist, bool):
         raise BadArgument(f"whitelist must be a bool, got {whitelist!r}")
@@ -278,7 +292,7 @@ def remember(
         "group": _group(group),
         "now": _now(now),
     }
-    return Call("remember", args, _remembered(memory_id), _call())
+    return Call("remember", args, _remembered(memory_id), _call(call_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +307,9 @@ class Item:
     group: str | None = None
 
 
-def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None) -> Call[Batch]:
+def remember_many(
+    items: Sequence[Item | tuple[str, float]], *, now: int | None, call_id: str | None = None
+) -> Call[Batch]:
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise BadArgument("items must be a sequence of Item or (id, importance) pairs")
     if not 1 <= len(items) <= MAX_BATCH:
@@ -332,48 +348,50 @@ def remember_many(items: Sequence[Item | tuple[str, float]], *, now: int | None)
             int(over_tokens),
         )
 
-    return Call("remember_many", {"now": _now(now), "items": values}, parse, _call())
+    return Call("remember_many", {"now": _now(now), "items": values}, parse, _call(call_id))
 
 
-def touch(memory_id: str, *, now: int | None) -> Call[Remembered | None]:
+def touch(
+    memory_id: str, *, now: int | None, call_id: str | None = None
+) -> Call[Remembered | None]:
     args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
-    return Call("touch", args, _remembered_or_none(memory_id), _call())
+    return Call("touch", args, _remembered_or_none(memory_id), _call(call_id))
 
 
-def decay(rate: float) -> Call[None]:
+def decay(rate: float, *, call_id: str | None = None) -> Call[None]:
     x = finite_number(rate)
     if x is None or not 0 < x <= 1:
         raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
-    return Call("decay", {"rate": repr(x)}, lambda _: None, _call())
+    return Call("decay", {"rate": repr(x)}, lambda _: None, _call(call_id))
 
 
-def evict(*, now: int | None) -> Call[Evicted]:
+def evict(*, now: int | None, call_id: str | None = None) -> Call[Evicted]:
     def parse(reply: Sequence[Any]) -> Evicted:
         evicted, demoted, over, backlog, over_tokens = reply
         return Evicted(_ids(evicted), _ids(demoted), int(over), int(backlog), int(over_tokens))
 
-    return Call("evict", {"now": _now(now)}, parse, _call())
+    return Call("evict", {"now": _now(now)}, parse, _call(call_id))
 
 
-def _by_id(script: str, memory_id: str, now: int | None) -> Call[Remembered]:
+def _by_id(script: str, memory_id: str, now: int | None, call_id: str | None) -> Call[Remembered]:
     args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
-    return Call(script, args, _remembered(memory_id), _call())
+    return Call(script, args, _remembered(memory_id), _call(call_id))
 
 
-def whitelist(memory_id: str, *, now: int | None) -> Call[Remembered]:
-    return _by_id("whitelist", memory_id, now)
+def whitelist(memory_id: str, *, now: int | None, call_id: str | None = None) -> Call[Remembered]:
+    return _by_id("whitelist", memory_id, now, call_id)
 
 
-def demote(memory_id: str, *, now: int | None) -> Call[Remembered]:
-    return _by_id("demote", memory_id, now)
+def demote(memory_id: str, *, now: int | None, call_id: str | None = None) -> Call[Remembered]:
+    return _by_id("demote", memory_id, now, call_id)
 
 
-def recall(memory_id: str, *, now: int | None) -> Call[Remembered]:
-    return _by_id("recall", memory_id, now)
+def recall(memory_id: str, *, now: int | None, call_id: str | None = None) -> Call[Remembered]:
+    return _by_id("recall", memory_id, now, call_id)
 
 
-def forget(memory_id: str) -> Call[None]:
-    return Call("forget", {"id": _id(memory_id)}, lambda _: None, _call())
+def forget(memory_id: str, *, call_id: str | None = None) -> Call[None]:
+    return Call("forget", {"id": _id(memory_id)}, lambda _: None, _call(call_id))
 
 
 def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:

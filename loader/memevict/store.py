@@ -326,52 +326,68 @@ class MemoryStore(StoreBase):
         tokens: int = 1,
         group: str | None = None,
         now: int | None = None,
+        call_id: str | None = None,
     ) -> Remembered:
         """Adds or updates a memory (``tokens``: its cost in the token budget;
         ``group``: the group it joins, evicted, recalled and forgotten as one),
         evicting the lowest if the hot tier is over max_hot or max_tokens."""
         return self._run(
             commands.remember(
-                id, importance, text=text, whitelist=whitelist, tokens=tokens, group=group, now=now
+                id,
+                importance,
+                text=text,
+                whitelist=whitelist,
+                tokens=tokens,
+                group=group,
+                now=now,
+                call_id=call_id,
             )
         )
 
     def remember_many(
-        self, items: Sequence[Item | tuple[str, float]], *, now: int | None = None
+        self,
+        items: Sequence[Item | tuple[str, float]],
+        *,
+        now: int | None = None,
+        call_id: str | None = None,
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
         at the same now, then evicts once; items are Item or (id, importance)."""
-        return self._run(commands.remember_many(items, now=now))
+        return self._run(commands.remember_many(items, now=now, call_id=call_id))
 
-    def touch(self, id: str, *, now: int | None = None) -> Remembered | None:
+    def touch(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered | None:
         """Marks a hot memory as used now (evicting if that made the hot tier
         too full); None if it is cold; NotFound if unknown."""
-        return self._run(commands.touch(id, now=now))
+        return self._run(commands.touch(id, now=now, call_id=call_id))
 
-    def decay(self, rate: float) -> None:
+    def decay(self, rate: float, *, call_id: str | None = None) -> None:
         """Multiplies every non-whitelisted hot score by rate (0 < rate <= 1), in O(1)."""
-        self._run(commands.decay(rate))
+        self._run(commands.decay(rate, call_id=call_id))
 
-    def evict(self, *, now: int | None = None) -> Evicted:
+    def evict(self, *, now: int | None = None, call_id: str | None = None) -> Evicted:
         """Evicts down to max_hot (plus evict_batch) if the hot tier is over it."""
-        return self._run(commands.evict(now=now))
+        return self._run(commands.evict(now=now, call_id=call_id))
 
-    def whitelist(self, id: str, *, now: int | None = None) -> Remembered:
+    def whitelist(
+        self, id: str, *, now: int | None = None, call_id: str | None = None
+    ) -> Remembered:
         """Whitelists a memory (recalling it if cold); raises NotFound for an unknown id."""
-        return self._run(commands.whitelist(id, now=now))
+        return self._run(commands.whitelist(id, now=now, call_id=call_id))
 
-    def demote(self, id: str, *, now: int | None = None) -> Remembered:
+    def demote(self, id: str, *, now: int | None = None, call_id: str | None = None) -> Remembered:
         """Makes a whitelisted memory ordinary (``demoted == (id,)``), evicting if that
         made the hot tier too full; ``demoted`` is empty if it was not whitelisted."""
-        return self._run(commands.demote(id, now=now))
+        return self._run(commands.demote(id, now=now, call_id=call_id))
 
-    def recall(self, id: str, *, now: int | None = None) -> Remembered:
+    def recall(self, id: str, *, now: int | None = None, call_id: str | None = None) -> Remembered:
         """Brings a cold memory back to hot (or refreshes a hot one); NotFound if unknown."""
-        return self._run(commands.recall(id, now=now))
+        return self._run(commands.recall(id, now=now, call_id=call_id))
 
-    def forget(self, id: str) -> None:
+    def forget(self, id: str, *, call_id: str | None = None) -> None:
         """Deletes a memory everywhere; NotFound if it is unknown."""
-        return self._run(commands.forget(id))
+        return self._run(commands.forget(id, call_id=call_id))
 
     def get(self, id: str, *, now: int | None = None) -> Memory | None:
         """One memory, hot or cold, or None."""
