@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
@@ -14,6 +15,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from memevict import (
+    AsyncMemoryStore,
     Memory,
     MemoryStore,
     OutOfMemory,
@@ -80,6 +82,33 @@ def test_a_resent_decay_applies_once(client: redis.Redis, proxy: Proxy, window: 
     # With receipts the second run is a replay; without them the tick squares.
     ticks = 1 if window else 2
     assert math.isclose(applied, ticks * math.log(0.5), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_from_url_store_resends_a_lost_reply_once(
+    client: redis.Redis, proxy: Proxy, kind: str
+) -> None:
+    """MemoryStore.from_url's client resends after a lost reply, as redis-py's Redis()
+    does (Redis.from_url alone would not): the call returns, applied once (issue 29)."""
+    url = f"redis://127.0.0.1:{proxy.port}/0"
+    if kind == "sync":
+        with MemoryStore.from_url(url, NS, Policy()) as store:
+            store.remember("a", 1.0, now=T0)
+            proxy.drop_replies(1)
+            store.decay(0.5)
+    else:
+
+        async def run() -> None:
+            store = AsyncMemoryStore.from_url(url, NS, Policy())
+            try:
+                await store.remember("a", 1.0, now=T0)
+                proxy.drop_replies(1)
+                await store.decay(0.5)
+            finally:
+                await store.aclose()
+
+        asyncio.run(run())
+    assert math.isclose(state_of(client, NS)["decay"], math.log(0.5), rel_tol=1e-12)
 
 
 def test_a_resent_remember_reports_what_it_evicted(client: redis.Redis, proxy: Proxy) -> None:

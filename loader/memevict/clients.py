@@ -13,7 +13,10 @@ from typing import Any, cast
 import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from memevict.registry import AsyncClient, SyncClient
 
@@ -27,11 +30,22 @@ def cluster_enabled(info: Mapping[str, Any]) -> bool:
     return info.get("cluster_enabled") == 1
 
 
+# redis-py's Redis(host, port) resends a command after a lost connection or a timeout,
+# up to 10 times; Redis.from_url makes a client that does not. memevict's clients
+# resend as Redis() does (a resent write is answered from its receipt).
+RESENDS = 10
+
+
+def _backoff() -> ExponentialWithJitterBackoff:
+    return ExponentialWithJitterBackoff(base=0.01, cap=1)
+
+
 def client_from_url(url: str, *, routed: bool = True) -> SyncClient:
     """A client of ``url``, pinged (a wrong database index or password fails
     here); a cluster client if ``routed`` and the server is a cluster node.
-    Raises ValueError for a URL redis-py cannot parse."""
-    client = redis.Redis.from_url(url)
+    It resends a command after a lost connection or a timeout, as redis-py's
+    ``Redis()`` does (RESENDS). Raises ValueError for a URL redis-py cannot parse."""
+    client = redis.Redis.from_url(url, retry=Retry(_backoff(), RESENDS))
     try:
         client.ping()
         if not (routed and cluster_enabled(client.info("cluster"))):
@@ -57,7 +71,10 @@ def async_client_from_url(url: str) -> redis.asyncio.Redis:
     A coroutine waits for a free connection as long as it takes (timeout=None):
     redis-py's default of 20 s raises ConnectionError under hundreds of sessions."""
     pool = redis.asyncio.BlockingConnectionPool.from_url(
-        url, max_connections=ASYNC_MAX_CONNECTIONS, timeout=None
+        url,
+        max_connections=ASYNC_MAX_CONNECTIONS,
+        timeout=None,
+        retry=AsyncRetry(_backoff(), RESENDS),  # (as client_from_url's)
     )
     return redis.asyncio.Redis.from_pool(pool)
 
