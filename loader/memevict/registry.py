@@ -31,8 +31,9 @@ not retry a call with a named node after a connection error. The registry
 does, as redis-py does for EVALSHA: after a lost connection, a timeout or
 CLUSTERDOWN (a failover under way) it refreshes the slot map and sends the
 call again to the slot's owner, pausing as above, for up to
-``migration_wait_s``. A resent write is applied once: its receipt answers a
-repeat.
+``migration_wait_s``; an EVALSHA whose own resends by redis-py ran out first
+(a failover longer than its 2 to 3 s) gets the same. A resent write is
+applied once: its receipt answers a repeat.
 """
 
 from __future__ import annotations
@@ -225,13 +226,12 @@ class RegistryBase(Generic[C]):
 
     def _resends(self, error: Exception) -> bool:
         """Whether a call that failed with ``error`` is sent again: refused
-        while its slot migrates, or, routed by hand (an FCALL on a cluster),
-        its node lost or failing over (NODE_LOST)."""
+        while its slot migrates, or, on a cluster, its node lost or failing over
+        (NODE_LOST): an FCALL, routed by hand, or an EVALSHA whose own resends
+        by redis-py (2 to 3 s) ran out before a replica took over."""
         if refused_while_migrating(error):
             return True
-        return (
-            self.mode == "functions" and is_cluster(self._client) and isinstance(error, NODE_LOST)
-        )
+        return is_cluster(self._client) and isinstance(error, NODE_LOST)
 
     def _gave_up(self, error: Exception) -> Exception:
         """What a call raises once ``migration_wait_s`` is spent."""
