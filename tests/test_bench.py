@@ -469,6 +469,16 @@ def test_the_session_turns_script_runs(server: Server) -> None:
     assert re.search(r"1 session \d\.\d{3}, 3 at once \d\.\d{3}$", out.strip()), out
 
 
+def test_the_session_one_trip_script_runs(server: Server) -> None:
+    # benchmarks/session_one_trip.py (RESULTS.md quotes it): G1's one-round-trip bound
+    out = run_benchmark(
+        server, ["session_one_trip.py", "URL", "--rounds", "2", "--turns", "8", "--warm", "60"]
+    )
+    kinds = re.findall(r"^  (.+?) +\d+ turns/s, \d\.\d{3}x RedisSession$", out, re.M)
+    assert kinds == ["MemevictSession", "one trip, checked", "one trip, cached", "RedisSession"]
+    assert "the kept context is a fresh read's: yes" in out, out
+
+
 def test_the_session_memory_script_runs(server: Server) -> None:
     # benchmarks/session_memory.py (RESULTS.md quotes it): bytes a session holds
     out = run_benchmark(server, ["session_memory.py", "URL", "--messages", "60"])

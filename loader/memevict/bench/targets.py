@@ -1,5 +1,6 @@
 """The performance issues' targets, each judged from ratios measured within one run:
-T1-T8 of the first, P1-P4 of the second (issue 16)."""
+T1-T8 of the first, P1-P4 of the second (issue 16; P1 and P4 as issue 26 restated
+them)."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def _round_two(single: SingleClient, concurrent: Concurrent) -> list[Target]:
             f"{memevict} on a full store (evicting), 1 client, server time per call vs the "
             "floor script (remember's KEYS and ARGV; HSET, ZADD, ZCARD, ZRANGE, ZREM, ZADD, HSET)",
             server_time_ratio(one["memevict"], one["floor"]),
-            3.0,
+            3.5,  # (issue 26: 3 restated as 3.5)
             False,
             note=f"{server}; {modes}",
         ),
@@ -201,7 +202,7 @@ def _round_two(single: SingleClient, concurrent: Concurrent) -> list[Target]:
             "P4",
             f"remember_many({single.batch} items) items/s vs single {memevict} calls",
             throughput_ratio(one[BATCH_PEER], one["memevict"]),
-            12.0,
+            10.0,  # (issue 26: 12 restated as 10)
             True,
         ),
     ]
