@@ -168,6 +168,11 @@ CONVERSATION = [
     case("Been busy volunteering at the homeless shelter.", "conclusion", "personal_statement"),
     case("Yeah, I play clarinet! It's a way to relax.", "conclusion", "personal_statement"),
     case("I'm currently reading a book about startups.", "conclusion", "personal_statement"),
+    # a statement naming someone or something, or a time, without a personal signal
+    case("The concert in Portland was unreal.", "conclusion", "named_or_timed"),
+    case("The whole block gets together next weekend.", "conclusion", "named_or_timed"),
+    case("Are the kids still coming to the block party next weekend?", "context", "context"),
+    case("Wow, that looks amazing, Jon!", "chitchat", "chitchat"),
     # a name addressing the other person is no fact ("Gina" is no detail of the plan)
     case("Thanks, Gina! I'm gonna make it happen!", "conclusion", "personal_statement"),
     case("I won't quit, Gina. I'm going to keep pushing!", "conclusion", "personal_statement"),
