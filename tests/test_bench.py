@@ -479,6 +479,16 @@ def test_the_session_one_trip_script_runs(server: Server) -> None:
     assert "the kept context is a fresh read's: yes" in out, out
 
 
+def test_the_durable_cost_script_runs(server: Server) -> None:
+    # benchmarks/durable_cost.py (RESULTS.md quotes it): a primary and a replica of its own
+    args = ["--binary", server.binary, "--rounds", "2", "--calls", "20", "--threads", "2"]
+    out = run_benchmark(server, ["durable_cost.py", *args])
+    rows = re.findall(r"^  (\d) thread\(s\)  (default|durable_replicas=1) +\d+ calls/s", out, re.M)
+    sides = ["default", "durable_replicas=1"]
+    assert rows == [(n, side) for n in ("1", "2") for side in sides], out
+    assert len(re.findall(r"durable / default calls/s \d\.\d{3}$", out, re.M)) == 2, out
+
+
 def test_the_session_memory_script_runs(server: Server) -> None:
     # benchmarks/session_memory.py (RESULTS.md quotes it): bytes a session holds
     out = run_benchmark(server, ["session_memory.py", "URL", "--messages", "60"])

@@ -24,10 +24,16 @@ from redis.exceptions import RedisError, ResponseError
 from memevict import commands
 from memevict.clients import async_client_from_url, async_routed
 from memevict.commands import Call, Item
-from memevict.errors import MemevictError, NoPolicy, from_response
+from memevict.errors import MemevictError, NoPolicy, NotDurable, from_response
 from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of, unreadable
 from memevict.policy import Policy
-from memevict.registry import MIGRATION_WAIT_S, AsyncClient, AsyncScriptRegistry, Choice
+from memevict.registry import (
+    MIGRATION_WAIT_S,
+    AsyncClient,
+    AsyncScriptRegistry,
+    Choice,
+    Durability,
+)
 from memevict.results import (
     Batch,
     Context,
@@ -63,13 +69,18 @@ class AsyncMemoryStore(StoreBase):
         read_only: bool = False,
         mode: Choice = "auto",
         migration_wait_s: float = MIGRATION_WAIT_S,
+        durable_replicas: int = 0,
+        durable_timeout_ms: int = 1000,
+        durable_aof: bool = False,
     ) -> None:
         super().__init__(namespace, mode, read_only)
+        durable = Durability.of(durable_replicas, durable_timeout_ms, durable_aof)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = AsyncScriptRegistry(
             client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
         )
+        self.registry.durable = durable
         self._wanted = policy
         self._replace = replace_policy
         self._policy: Policy | None = None
@@ -137,12 +148,14 @@ class AsyncMemoryStore(StoreBase):
             routed = await async_routed(self.client, self._url)
             if routed is not self.client:  # nothing was sent through the old one yet
                 self.client = routed
+                durable = self.registry.durable
                 self.registry = AsyncScriptRegistry(
                     routed,
                     self.mode_asked,
                     may_load=not self.read_only,
                     migration_wait_s=self.registry.migration_wait_s,
                 )
+                self.registry.durable = durable
             self._url = None
         await self.registry.ensure_library(self.policy_key)
         if self.read_only:
@@ -160,6 +173,9 @@ class AsyncMemoryStore(StoreBase):
             reply = await self.registry.run(*self._parts(call))
         except ResponseError as error:
             raise from_response(error) from None
+        except NotDurable as error:  # (applied: its result is the caller's)
+            error.result = call.parse(error.reply)
+            raise
         return call.parse(reply)
 
     async def _run(self, call: Call[T]) -> T:

@@ -159,6 +159,26 @@ class ReplyNotKept(MemevictError):
     code = "REPLY_NOT_KEPT"
 
 
+class NotDurable(MemevictError):
+    """A write of a store with ``durable_replicas`` was applied on the primary, but fewer
+    replicas (or, with ``durable_aof``, not the append-only files) confirmed it within
+    ``durable_timeout_ms``: a failover now may lose it. ``result`` is what the call
+    returned; ``replicas`` how many confirmed (``aof_local``: whether the primary's AOF
+    did, with durable_aof). Send the same call again with the same ``call_id`` (it is
+    answered from the receipt, not applied twice, and waits again), or accept it."""
+
+    code = "NOT_DURABLE"
+
+    def __init__(
+        self, message: str, reply: object, replicas: int, aof_local: bool | None = None
+    ) -> None:
+        super().__init__(message)
+        self.reply = reply  # the script's raw reply
+        self.result: object = None  # the call's parsed result (set by the store)
+        self.replicas = replicas
+        self.aof_local = aof_local
+
+
 class UnexpectedReply(MemevictError):
     """The server answered with an error code memevict does not know."""
 

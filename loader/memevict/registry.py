@@ -34,6 +34,11 @@ call again to the slot's owner, pausing as above, for up to
 ``migration_wait_s``; an EVALSHA whose own resends by redis-py ran out first
 (a failover longer than its 2 to 3 s) gets the same. A resent write is
 applied once: its receipt answers a repeat.
+
+A durable store (``durable_replicas``: :class:`Durability`) sends each write
+with a WAIT (or WAITAOF) after it, pipelined on the same connection (on a
+cluster, of the node that owns the namespace's slot): one round trip, and
+NotDurable when fewer replicas confirm in time than asked.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 from redis.exceptions import (
+    AskError,
     ClusterDownError,
     ClusterError,
     NoPermissionError,
@@ -59,7 +65,9 @@ from redis.exceptions import (
 )
 
 from memevict.errors import (
+    BadArgument,
     MemevictError,
+    NotDurable,
     NotLoaded,
     PermissionDenied,
     SlotMigrating,
@@ -120,6 +128,59 @@ def check_mode(mode: str) -> Choice:
     if mode not in MODES:
         raise MemevictError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
+
+
+@dataclass(frozen=True, slots=True)
+class Durability:
+    """What a durable store waits for after each write: ``replicas`` replicas
+    (WAIT), and with ``aof`` the primary's append-only file too (WAITAOF: Redis
+    7.2+, Valkey), for up to ``timeout_ms`` (0: no limit)."""
+
+    replicas: int
+    timeout_ms: int
+    aof: bool = False
+
+    @classmethod
+    def of(cls, replicas: int, timeout_ms: int, aof: bool) -> Durability | None:
+        """The durability asked for, checked (None: none, the default)."""
+        for name, value, lo in (("replicas", replicas, 0), ("timeout_ms", timeout_ms, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+                raise BadArgument(f"durable_{name} must be a whole number >= {lo}, got {value!r}")
+        if not isinstance(aof, bool):
+            raise BadArgument(f"durable_aof must be True or False, got {aof!r}")
+        if replicas == 0 and not aof:
+            return None
+        return cls(replicas, timeout_ms, aof)
+
+    @property
+    def command(self) -> tuple[str | int, ...]:
+        if self.aof:
+            return ("WAITAOF", 1, self.replicas, self.timeout_ms)
+        return ("WAIT", self.replicas, self.timeout_ms)
+
+    def confirmed(self, reply: Any, answer: Any) -> Any:
+        """``reply`` if WAIT's (or WAITAOF's) ``answer`` confirms it, else NotDurable."""
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(answer, Exception):  # (WAITAOF on Redis < 7.2, or without appendonly)
+            raise NotDurable(
+                f"applied on the primary, not confirmed: the server refused "
+                f"{self.command[0]} ({answer})",
+                reply,
+                0,
+            )
+        local, replicas = (bool(answer[0]), int(answer[1])) if self.aof else (None, int(answer))
+        if replicas >= self.replicas and local is not False:
+            return reply
+        aof = "" if local is None else f" (the primary's AOF: {'yes' if local else 'no'})"
+        raise NotDurable(
+            f"applied on the primary, confirmed by {replicas} of the {self.replicas} replicas "
+            f"asked{aof} within {self.timeout_ms} ms: a failover now may lose it; send the "
+            "same call with the same call_id again (answered from its receipt) or accept it",
+            reply,
+            replicas,
+            local,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +284,17 @@ class RegistryBase(Generic[C]):
         self._client: C = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
         self._execute: Any = cast(Any, client).execute_command
+        self.durable: Durability | None = None  # (set by a durable store)
+
+    def _pipe(self, keys: Sequence[ArgValue]) -> Any:
+        """A pipeline on one connection of the server that owns ``keys``: the
+        node of their slot on a cluster (its own client)."""
+        client: Any = self._client
+        if isinstance(client, AsyncRedisCluster):
+            raise BadArgument("durable writes need a redis.Redis or a sync RedisCluster client")
+        if isinstance(client, RedisCluster):
+            client = client.get_redis_connection(node_of(client, keys[0])["target_nodes"])
+        return client.pipeline(transaction=False)
 
     def _resends(self, error: Exception) -> bool:
         """Whether a call that failed with ``error`` is sent again: refused
@@ -231,7 +303,8 @@ class RegistryBase(Generic[C]):
         by redis-py (2 to 3 s) ran out before a replica took over."""
         if refused_while_migrating(error):
             return True
-        return is_cluster(self._client) and isinstance(error, NODE_LOST)
+        # (AskError, MovedError: a durable write sent to a node that no longer owns the slot)
+        return is_cluster(self._client) and isinstance(error, (*NODE_LOST, AskError))
 
     def _gave_up(self, error: Exception) -> Exception:
         """What a call raises once ``migration_wait_s`` is spent."""
@@ -301,14 +374,14 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         while True:
             try:
                 return self._attempt(spec, keys, args)
-            except (*NODE_LOST, ClusterError, TryAgainError) as error:
+            except (*NODE_LOST, ClusterError, TryAgainError, AskError) as error:
                 if not self._resends(error):
                     raise
                 pause = next(waits, None)
                 if pause is None:
                     raise self._gave_up(error) from None
                 time.sleep(pause)
-                if isinstance(error, NODE_LOST):
+                if isinstance(error, (*NODE_LOST, AskError)):
                     self._refresh_slots()
 
     def _refresh_slots(self) -> None:
@@ -321,18 +394,32 @@ class ScriptRegistry(RegistryBase[SyncClient]):
 
     def _attempt(self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
+        send = self._execute if self.durable is None or spec.read_only else self._durably(keys)
         try:
-            return self._execute(*call.command, **call.route)
+            return send(*call.command, **call.route)
         except ResponseError as error:
             if not call.lacks_script(error):
                 raise
         fallback = call.fallback()
         if fallback is not None:
-            return self._execute(*fallback, **call.route)
+            return send(*fallback, **call.route)
         self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
             return self._attempt(spec, keys, args)
-        return self._execute(*call.command, **call.route)
+        return send(*call.command, **call.route)
+
+    def _durably(self, keys: Sequence[ArgValue]) -> Any:
+        """execute_command for a write of a durable store: the write and its WAIT
+        in one pipeline (see the module's docstring)."""
+        durable = cast(Durability, self.durable)
+
+        def send(*command: ArgValue, **_: Any) -> Any:
+            pipe = self._pipe(keys)
+            pipe.execute_command(*command)
+            pipe.execute_command(*durable.command)
+            return durable.confirmed(*pipe.execute(raise_on_error=False))
+
+        return send
 
 
 class AsyncScriptRegistry(RegistryBase[AsyncClient]):
@@ -387,14 +474,14 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         while True:
             try:
                 return await self._attempt(spec, keys, args)
-            except (*NODE_LOST, ClusterError, TryAgainError) as error:
+            except (*NODE_LOST, ClusterError, TryAgainError, AskError) as error:
                 if not self._resends(error):
                     raise
                 pause = next(waits, None)
                 if pause is None:
                     raise self._gave_up(error) from None
                 await asyncio.sleep(pause)
-                if isinstance(error, NODE_LOST):
+                if isinstance(error, (*NODE_LOST, AskError)):
                     await self._refresh_slots()
 
     async def _refresh_slots(self) -> None:
@@ -408,15 +495,28 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]
     ) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
+        send = self._execute if self.durable is None or spec.read_only else self._durably(keys)
         try:
-            return await self._execute(*call.command, **call.route)
+            return await send(*call.command, **call.route)
         except ResponseError as error:
             if not call.lacks_script(error):
                 raise
         fallback = call.fallback()
         if fallback is not None:
-            return await self._execute(*fallback, **call.route)
+            return await send(*fallback, **call.route)
         await self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
             return await self._attempt(spec, keys, args)
-        return await self._execute(*call.command, **call.route)
+        return await send(*call.command, **call.route)
+
+    def _durably(self, keys: Sequence[ArgValue]) -> Any:
+        """As ScriptRegistry._durably, awaited."""
+        durable = cast(Durability, self.durable)
+
+        async def send(*command: ArgValue, **_: Any) -> Any:
+            pipe = self._pipe(keys)
+            pipe.execute_command(*command)
+            pipe.execute_command(*durable.command)
+            return durable.confirmed(*await pipe.execute(raise_on_error=False))
+
+        return send

@@ -21,6 +21,7 @@ from memevict.errors import (
     BadArgument,
     BadPolicy,
     NoPolicy,
+    NotDurable,
     PolicyMismatch,
     ReadOnly,
     UnsafeMaxmemoryPolicy,
@@ -30,6 +31,7 @@ from memevict.policy import Policy
 from memevict.registry import (
     MIGRATION_WAIT_S,
     Choice,
+    Durability,
     Mode,
     RegistryBase,
     ScriptRegistry,
@@ -223,13 +225,18 @@ class MemoryStore(StoreBase):
         read_only: bool = False,
         mode: Choice = "auto",
         migration_wait_s: float = MIGRATION_WAIT_S,
+        durable_replicas: int = 0,
+        durable_timeout_ms: int = 1000,
+        durable_aof: bool = False,
     ) -> None:
         super().__init__(namespace, mode, read_only)
+        durable = Durability.of(durable_replicas, durable_timeout_ms, durable_aof)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = ScriptRegistry(
             client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
         )
+        self.registry.durable = durable
         self.registry.ensure_library(self.policy_key)
         if read_only:
             self.policy = self._stored_policy()
@@ -274,6 +281,9 @@ class MemoryStore(StoreBase):
             reply = self.registry.run(*self._parts(call))
         except ResponseError as error:
             raise from_response(error) from None
+        except NotDurable as error:  # (applied: its result is the caller's)
+            error.result = call.parse(error.reply)
+            raise
         return call.parse(reply)
 
     def _run(self, call: Call[T]) -> T:

@@ -3,7 +3,9 @@
 -- the first attempt may already have run. A call names its receipt key,
 -- KEY.receipt = <prefix>call:<call id>; its reply is stored there for
 -- policy.retry_window_s seconds (the server expires it), and the same call
--- again returns the stored reply and writes nothing. A receipt key with an
+-- again returns the stored reply and writes nothing but the receipt's expiry,
+-- renewed: a write, so that a WAIT sent after the repeat (a durable store's)
+-- waits for the replicas to reach the first call too. A receipt key with an
 -- empty call id keeps no receipt.
 
 -- A receipt keeps at most MAX_RECEIPT bytes: a larger reply (a remember_many
@@ -26,7 +28,10 @@ local function once(p, body)
     fail('REPLY_NOT_KEPT', 'this call was applied already; its reply was over ' ..
       MAX_RECEIPT .. ' bytes, so the receipt did not keep it')
   end
-  if seen then return cmsgpack.unpack(seen) end
+  if seen then
+    rcall('PEXPIRE', KEY.receipt, ttl_ms)
+    return cmsgpack.unpack(seen)
+  end
   local reply = body()
   local packed = cmsgpack.pack(reply)
   if #packed > MAX_RECEIPT then packed = '' end

@@ -1,0 +1,221 @@
+"""Durable writes (issue 29): a store with ``durable_replicas`` sends each write with a
+WAIT on the same connection and raises NotDurable, with the call's result, when fewer
+replicas confirm in time. A primary and a replica of their own per test; the replica is
+frozen with SIGSTOP to lag."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from memevict import BadArgument, MemoryStore, NotDurable, Policy, Remembered
+from memevict.aio import AsyncMemoryStore
+from memevict.commands import Item
+from memevict.scripts import key_name
+from tests.cluster import KINDS, Cluster, binary
+from tests.servers import Server
+
+NS = "dur"
+POLICY = Policy(max_hot=3, protect_s=0)
+T0 = 1_700_000_000_000
+
+
+class Pair:
+    """A primary and one replica of it, synced; ``args`` for both servers."""
+
+    def __init__(self, binary: str, *args: str) -> None:
+        self.primary = Server(binary, extra=args).start()
+        self.replica = Server(
+            binary, extra=(*args, "--replicaof", "127.0.0.1", str(self.primary.port))
+        ).start()
+        reader = self.replica.client()
+        deadline = time.monotonic() + 10
+        while reader.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "replica did not sync"
+            time.sleep(0.05)
+        reader.close()
+
+    def freeze(self) -> None:
+        assert self.replica.process is not None
+        os.kill(self.replica.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.replica.process is not None
+        os.kill(self.replica.process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        self.thaw()
+        self.replica.stop()
+        self.primary.stop()
+
+
+@pytest.fixture
+def pair(server: Server) -> Iterator[Pair]:
+    p = Pair(server.binary)
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+def on_replica(pair: Pair, id: str) -> bool:
+    reader = pair.replica.client()
+    try:
+        return reader.hexists(key_name(NS, "meta"), id)
+    finally:
+        reader.close()
+
+
+def test_a_confirmed_write_is_on_the_replica_when_the_call_returns(pair: Pair) -> None:
+    client = pair.primary.client()
+    store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=5000)
+    for i in range(30):  # each looked for on the replica at once, with no wait of the test's
+        store.remember(f"m{i}", 1.0 + i % 7, now=T0 + i)
+        assert on_replica(pair, f"m{i}"), i
+    batch = store.remember_many([Item(f"b{i}", 2.0) for i in range(5)], now=T0 + 40)
+    assert all(on_replica(pair, id) for id in batch.ids)
+    store.forget("m29")
+    assert not on_replica(pair, "m29")
+
+
+def test_an_unconfirmed_write_raises_not_durable_with_its_result(pair: Pair) -> None:
+    client = pair.primary.client()
+    durable = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+    plain = MemoryStore(client, NS, POLICY)
+    other = MemoryStore(pair.primary.client(), NS, durable_replicas=1, durable_timeout_ms=200)
+    durable.remember("a", 3.0, now=T0)
+    pair.freeze()
+    plain.remember("p", 2.0, now=T0 + 1)  # (a default store does not ask)
+    with pytest.raises(NotDurable) as raised:
+        durable.remember("b", 5.0, now=T0 + 2, call_id="call-b")
+    error = raised.value
+    assert error.replicas == 0
+    assert isinstance(error.result, Remembered) and error.result.id == "b"
+    assert "applied on the primary" in str(error)
+    assert client.hexists(key_name(NS, "meta"), "b")  # applied, as it says
+
+    # The same call again, from another connection too, while the replica still lags:
+    # answered from the receipt, and not confirmed (the WAIT covers the first call).
+    with pytest.raises(NotDurable):
+        other.remember("b", 5.0, now=T0 + 2, call_id="call-b")
+    pair.thaw()
+    again = other.remember("b", 5.0, now=T0 + 2, call_id="call-b")
+    assert again == error.result  # the first reply: applied once
+    assert on_replica(pair, "b")
+    assert durable.stats(now=T0 + 3).hot == 3  # a, p, b: nothing applied twice
+
+
+def test_the_async_store_waits_too(pair: Pair) -> None:
+    async def run() -> None:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=pair.primary.port)
+        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+        await store.remember("a", 3.0, now=T0)
+        assert on_replica(pair, "a")
+        pair.freeze()
+        with pytest.raises(NotDurable) as raised:
+            await store.remember("b", 3.0, now=T0 + 1)
+        assert isinstance(raised.value.result, Remembered)
+        pair.thaw()
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_waitaof_confirms_the_primarys_append_only_file(server: Server) -> None:
+    p = Pair(server.binary, "--appendonly", "yes", "--appendfsync", "everysec")
+    try:
+        client = p.primary.client()
+        try:
+            client.execute_command("WAITAOF", 0, 0, 0)
+        except redis.ResponseError:  # Redis before 7.2 has no WAITAOF: refused, and said so
+            with pytest.raises(NotDurable, match="refused WAITAOF"):
+                MemoryStore(client, NS, POLICY, durable_aof=True)
+            return
+        store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_aof=True)
+        store.remember("a", 3.0, now=T0)
+        assert on_replica(p, "a")
+        p.freeze()
+        with pytest.raises(NotDurable, match=r"the primary's AOF: yes"):
+            store.remember("b", 3.0, now=T0 + 1)
+    finally:
+        p.stop()
+
+
+def test_waitaof_without_appendonly_is_not_durable(pair: Pair) -> None:
+    with pytest.raises(NotDurable, match="refused WAITAOF"):
+        MemoryStore(pair.primary.client(), NS, POLICY, durable_aof=True)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("durable_replicas", -1),
+        ("durable_replicas", 1.5),
+        ("durable_replicas", True),
+        ("durable_timeout_ms", -5),
+        ("durable_timeout_ms", "100"),
+        ("durable_aof", 1),
+    ],
+)
+def test_bad_durability_is_refused_before_anything_is_sent(
+    client: redis.Redis, field: str, value: object
+) -> None:
+    client.delete(key_name("never", "policy"))
+    with pytest.raises(BadArgument, match=field):
+        MemoryStore(client, "never", **{field: value})  # type: ignore[arg-type]
+    with pytest.raises(BadArgument, match=field):
+        AsyncMemoryStore(redis.asyncio.Redis(), "never", **{field: value})  # type: ignore[arg-type]
+    assert not client.exists(key_name("never", "policy"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_confirmed_write_is_lost_when_a_primary_is_killed(kind: str) -> None:
+    """A cluster of 3 masters with a replica each: durable writes to one namespace, its
+    master killed (SIGKILL) after 100 of them, then 20 more (the new master has no
+    replica until the old one comes back: those are applied, not confirmed). Every
+    write confirmed is there after the failover, and each is applied once."""
+    c = Cluster(binary(kind), node_timeout_ms=1000).start()
+    try:
+        c.add_replicas()
+        owner = c.owner(c.keyslot(key_name(NS, "meta")))
+        client = c.client()
+        store = MemoryStore(
+            client,
+            NS,
+            Policy(max_hot=1000, protect_s=0),
+            durable_replicas=1,
+            durable_timeout_ms=300,
+            migration_wait_s=30,
+        )
+
+        async def refused() -> None:  # (the asyncio cluster client: not supported)
+            aclient = c.async_client()
+            try:
+                with pytest.raises(BadArgument, match="sync RedisCluster"):
+                    await AsyncMemoryStore(aclient, NS, durable_replicas=1).stats()
+            finally:
+                await aclient.aclose()
+
+        asyncio.run(refused())
+        confirmed, unconfirmed = [], []
+        for i in range(120):
+            if i == 100:
+                c.nodes[owner].crash()
+            try:
+                store.remember(f"m{i}", 1.0 + i % 7, call_id=f"c{i}")
+                confirmed.append(f"m{i}")
+            except NotDurable:
+                unconfirmed.append(f"m{i}")
+        assert confirmed[:100] == [f"m{i}" for i in range(100)]
+        found = {m.id for m in store.top(200)}
+        assert set(confirmed) <= found, sorted(set(confirmed) - found)[:10]
+        assert store.stats().hot == len(found)
+        client.close()
+    finally:
+        c.stop()
