@@ -15,6 +15,7 @@ import redis.asyncio
 from memevict import (
     AsyncMemoryStore,
     MemoryStore,
+    NamespaceLost,
     NoPolicy,
     NotFound,
     Policy,
@@ -272,8 +273,9 @@ def test_a_read_only_store_never_writes_and_set_policy_survives_a_drop(
     make_store: StoreFactory, client: redis.Redis
 ) -> None:
     """Item 10: a read_only store on a primary refuses every write (ReadOnly, nothing
-    sent: not even drop); set_policy right after another worker's drop configures the
-    namespace again and applies, as every other write does (sync and async)."""
+    sent: not even drop); set_policy right after another worker's drop raises
+    NamespaceLost, as every other write does (issue 29), and applies after recreate()
+    (sync and async)."""
     store = make_store("ro2", max_hot=3, protect_s=0)
     store.remember("a", 1.0, now=T0)
     reader = MemoryStore(client, "ro2", read_only=True)
@@ -292,6 +294,9 @@ def test_a_read_only_store_never_writes_and_set_policy_survives_a_drop(
     assert reader.get("a") is not None and store.get("a") is not None
 
     MemoryStore(client, "ro2").drop()
+    with pytest.raises(NamespaceLost):
+        store.set_policy(max_hot=7)
+    store.recreate()
     assert store.set_policy(max_hot=7).max_hot == 7 and store.stats().hot == 0
 
     async def dropped_then_set() -> int:
@@ -299,6 +304,9 @@ def test_a_read_only_store_never_writes_and_set_policy_survives_a_drop(
         try:
             await writer.remember("c", 1.0)
             MemoryStore(client, "ro2").drop()
+            with pytest.raises(NamespaceLost):
+                await writer.set_policy(max_hot=5)
+            await writer.recreate()
             return (await writer.set_policy(max_hot=5)).max_hot
         finally:
             await writer.aclose()

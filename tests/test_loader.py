@@ -16,7 +16,7 @@ from redis.backoff import NoBackoff
 from redis.connection import Connection
 from redis.retry import Retry
 
-from memevict import MemoryStore, Policy
+from memevict import MemoryStore, NamespaceLost, Policy
 from memevict.registry import Mode
 from memevict.scripts import lua_root, specs
 from tests.servers import Server
@@ -106,10 +106,16 @@ def test_calls_survive_script_flush(client: redis.Redis) -> None:
     assert [m.id for m in store.top(2, now=T0)] == ["b", "a"]
 
 
-def test_calls_survive_flushall(client: redis.Redis) -> None:
+def test_a_flushall_is_a_lost_namespace_and_the_scripts_come_back(client: redis.Redis) -> None:
     store = MemoryStore(client, "ns", Policy(max_hot=1, protect_s=0))
     client.flushall()
     client.script_flush()
+    # The scripts come back on their own; the namespace, which this store wrote (its
+    # policy), does not: it is lost, and recreate() starts it again (issue 29).
+    with pytest.raises(NamespaceLost):
+        store.remember("a", 1.0, now=T0)
+    assert client.dbsize() == 0
+    assert store.recreate() == Policy(max_hot=1, protect_s=0)
     r = store.remember("a", 1.0, now=T0)
     assert r.evicted == ()
     assert store.remember("b", 2.0, now=T0).evicted == ("a",)  # the store's policy came back
@@ -137,7 +143,7 @@ def test_the_wheel_contains_every_script(tmp_path: Path) -> None:
         assert f"{package}/__init__.py" in names
 
 
-def test_calls_survive_a_server_restart(server: Server) -> None:
+def test_a_restart_without_persistence_is_a_lost_namespace(server: Server) -> None:
     own = Server(server.binary).start()
     try:
         client = own.client(retry=Retry(NoBackoff(), 0))
@@ -150,7 +156,10 @@ def test_calls_survive_a_server_restart(server: Server) -> None:
         with pytest.raises(redis.ConnectionError):
             store.stats()
         own.start()
-        # no persistence: the store puts its policy back and the scripts are reloaded
+        # no persistence: the scripts are loaded again, the namespace is lost
+        with pytest.raises(NamespaceLost):
+            store.remember("b", 2.0, now=T0)
+        store.recreate()
         r = store.remember("b", 2.0, now=T0)
         assert r.evicted == ()
         assert store.remember("c", 3.0, now=T0).evicted == ("b",)

@@ -283,6 +283,7 @@ def drop(r: Run) -> None:
     assert not any(in_namespaces(k.decode(), r.namespace) for k in all_keys(r.admin))
     r.s.close()  # the caller's client stays open
     assert r.s.stats().hot == 0  # (a fresh, empty namespace, configured again)
+    assert r.s.recreate() == r.s.policy  # (there: configure changes nothing)
 
 
 STEPS: list[Callable[[Run], None]] = [
@@ -611,7 +612,8 @@ def test_only_the_package_scripts_are_sent(
     # A store of the default user asks CONFIG GET maxmemory-policy once, to warn
     # if the server may evict its keys; one of a named ACL user never does.
     admin = {"CONFIG GET"}
-    assert names <= {*handshake, *scripts, "HMGET", *admin}
+    # (EXISTS: the namespace's keys, when the store finds no policy after the drop)
+    assert names <= {*handshake, *scripts, "HMGET", "EXISTS", *admin}
     assert scripts <= names
     # Every other command the store sends is in the derived ACL.
     assert {n.lower().replace(" ", "|") for n in names - handshake - admin} <= set(commands())

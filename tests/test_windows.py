@@ -17,6 +17,7 @@ from memevict import (
     Item,
     Memory,
     MemoryStore,
+    NamespaceLost,
     NoPolicy,
     NotFound,
     OverBudget,
@@ -456,7 +457,10 @@ def test_the_window_tells_a_namespace_created_again(
     assert store.window(tokens=5, now=T0 + 2 * S).epoch == first.epoch
     time.sleep(0.01)
     client.flushdb()
-    store.remember("b", 1.0, now=T0 + 3 * S)  # configured again by this call
+    with pytest.raises(NamespaceLost):  # (not configured again behind the caller's back)
+        store.remember("b", 1.0, now=T0 + 3 * S)
+    store.recreate()
+    store.remember("b", 1.0, now=T0 + 3 * S)
     again = store.window(now=T0 + 4 * S)
     assert again.epoch > first.epoch and [m.id for m in again] == ["b"]
 

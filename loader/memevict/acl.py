@@ -19,8 +19,12 @@ from memevict.scripts import key_name, specs
 
 # What the store itself sends: EVALSHA (EVALSHA_RO for read-only scripts), EVAL
 # and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, HMGET of the
-# policy in a read-only store; SCRIPT EXISTS, for an operator checking a
-# preload; and FCALL / FCALL_RO in functions mode. Not FUNCTION LOAD: a
+# policy in a read-only store; EXISTS of the namespace's keys when a call finds
+# no policy (is it lost, or damaged?); SCRIPT EXISTS, for an operator
+# checking a preload; and FCALL / FCALL_RO in functions mode. Not WAIT and
+# WAITAOF, which a durable store sends after each write: a user of one adds
+# +wait (and +waitaof, which Redis 7.0 does not know) to these rules; refused,
+# the write is applied and the call raises NotDurable. Not FUNCTION LOAD: a
 # library is shared by every user of the server, so a user allowed to replace
 # it could run code of its own as the users of other namespaces. An admin
 # loads it (`memevict load --functions`); a store that finds it missing then
@@ -33,6 +37,7 @@ LOADER_COMMANDS = (
     "script|load",
     "script|exists",
     "hmget",
+    "exists",
     "fcall",
     "fcall_ro",
 )

@@ -181,18 +181,32 @@ class AsyncMemoryStore(StoreBase):
     async def _run(self, call: Call[T]) -> T:
         await self._ready()
         try:
-            return await self._send(call)
+            result = await self._send(call)
         except NoPolicy:
             if self.read_only:
                 raise
-            await self._configure(self.policy, False)  # as MemoryStore._run
-            return await self._send(call)
+            left = await self.client.exists(*self._data_keys)
+            lost = self._lost(self.policy, left)  # as MemoryStore._run
+            if lost is not None:
+                raise lost from None
+            await self._configure(self.policy, False)
+            result = await self._send(call)
+        self._wrote(call)
+        return result
 
     async def _configure(
         self, policy: Policy | None, replace: bool, now: int | None = None
     ) -> Policy:
-        _, stored = await self._send(self._configure_call(policy, replace, now))
+        call = self._configure_call(policy, replace, now)
+        _, stored = await self._send(call)
+        self._wrote(call)
         return self._checked(policy, stored)
+
+    async def recreate(self) -> Policy:
+        """As :meth:`MemoryStore.recreate`."""
+        await self._ready()
+        self._policy = await self._configure(self.policy, False)
+        return self._policy
 
     async def _stored_policy(self) -> Policy:
         try:
@@ -321,7 +335,9 @@ class AsyncMemoryStore(StoreBase):
     async def drop(self) -> int:
         """As :meth:`MemoryStore.drop`."""
         await self._ready()  # (a from_url store learns here whether it talks to a cluster)
-        return await self._send(commands.drop())
+        dropped = await self._send(commands.drop())
+        self._wrote_at = None
+        return dropped
 
 
 async def namespaces(client: AsyncClient, *, now: int | None = None) -> list[Namespace]:

@@ -159,6 +159,17 @@ class ReplyNotKept(MemevictError):
     code = "REPLY_NOT_KEPT"
 
 
+class NamespaceLost(MemevictError):
+    """A namespace this store had written to is gone from the server (FLUSHDB, a drop()
+    by another store, a restart without persistence, a failover to a server that never
+    had it) and could not have expired by idle_ttl_s since this store last wrote.
+    Nothing was written: the store does not create it again on its own, since writes
+    acknowledged into a namespace the server then loses would be lost unseen. Call
+    ``store.recreate()`` to start it again, empty, on purpose."""
+
+    code = "NAMESPACE_LOST"
+
+
 class NotDurable(MemevictError):
     """A write of a store with ``durable_replicas`` was applied on the primary, but fewer
     replicas (or, with ``durable_aof``, not the append-only files) confirmed it within

@@ -8,6 +8,7 @@ script's keys, and the policy checks. The stores differ only in ``await``.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from memevict.commands import Call, Item
 from memevict.errors import (
     BadArgument,
     BadPolicy,
+    NamespaceLost,
     NoPolicy,
     NotDurable,
     PolicyMismatch,
@@ -49,7 +51,7 @@ from memevict.results import (
     Tier,
     Window,
 )
-from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, specs
+from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, namespace_keys, specs
 
 T = TypeVar("T")
 S = TypeVar("S", bound="MemoryStore")
@@ -77,6 +79,10 @@ class StoreBase:
         }
         self.policy_key = key_name(namespace, "policy")
         self.adopt_policy = False
+        # When this store last wrote to its namespace (time.monotonic()), or None: it has
+        # not (or dropped it). See _lost.
+        self._wrote_at: float | None = None
+        self._data_keys = namespace_keys(namespace)
         # True when the store made its client (from_url): closing the store closes it.
         self.owns_client = False
 
@@ -153,6 +159,28 @@ class StoreBase:
         if policy is None:  # None means "the stored one" only to the constructor
             raise BadPolicy("set_policy needs a Policy, got None")
         return commands.configure(policy, replace=True, now=now)
+
+    def _wrote(self, call: Call[Any]) -> None:
+        """Notes a call that reached the namespace (a write keeps it alive)."""
+        if not self._specs[call.script].read_only:
+            self._wrote_at = time.monotonic()
+
+    def _lost(self, policy: Policy, keys_left: int) -> NamespaceLost | None:
+        """What a call that found no policy raises instead of configuring the namespace
+        again: NamespaceLost when this store had written to it, none of its keys is
+        left (``keys_left``: EXISTS of namespace_keys; a damaged namespace, its policy
+        or state key deleted alone, heals by configuring) and it could not have expired
+        by idle_ttl_s since (then it was lost under this store: issue 29). None when
+        this store never wrote to it, or it may have expired by design."""
+        if self._wrote_at is None or keys_left > 0:
+            return None
+        if policy.idle_ttl_s > 0 and time.monotonic() - self._wrote_at >= policy.idle_ttl_s:
+            return None
+        return NamespaceLost(
+            f"namespace {self.namespace!r} is gone from the server (FLUSHDB, a drop by "
+            "another store, a restart without persistence or a failover to a server "
+            "without it); nothing was written. store.recreate() starts it again, empty"
+        )
 
     def _checked(self, policy: Policy | None, stored: Policy) -> Policy:
         """The stored policy, which must be ``policy`` when one was asked for
@@ -288,19 +316,32 @@ class MemoryStore(StoreBase):
 
     def _run(self, call: Call[T]) -> T:
         try:
-            return self._send(call)
+            result = self._send(call)
         except NoPolicy:
             if self.read_only:
                 raise
-            # The namespace's keys were deleted (FLUSHDB, a restart without
-            # persistence): store this store's policy again and retry once.
-            # Scripts check the policy before any write, so nothing ran.
+            # Scripts check the policy before any write, so nothing ran. A namespace
+            # this store never wrote to (or that expired by idle_ttl_s) is configured
+            # and the call sent again; one lost under it is not (StoreBase._lost).
+            lost = self._lost(self.policy, self.client.exists(*self._data_keys))
+            if lost is not None:
+                raise lost from None
             self._configure(self.policy, False)
-            return self._send(call)
+            result = self._send(call)
+        self._wrote(call)
+        return result
 
     def _configure(self, policy: Policy | None, replace: bool, now: int | None = None) -> Policy:
-        _, stored = self._send(self._configure_call(policy, replace, now))
+        call = self._configure_call(policy, replace, now)
+        _, stored = self._send(call)
+        self._wrote(call)
         return self._checked(policy, stored)
+
+    def recreate(self) -> Policy:
+        """Starts the namespace again, empty, with this store's policy, after
+        NamespaceLost (or configures it if it is there); returns the stored policy."""
+        self.policy = self._configure(self.policy, False)
+        return self.policy
 
     def _stored_policy(self) -> Policy:
         try:
@@ -437,5 +478,9 @@ class MemoryStore(StoreBase):
     def drop(self) -> int:
         """Deletes the whole namespace (policy, memories, indexes) in one
         atomic call; returns the number of keys deleted. A later write
-        through any store configures the namespace again, empty."""
-        return self._send(commands.drop())
+        through this store, or through a store that never wrote to it, starts the
+        namespace again, empty; another store that had written to it raises
+        NamespaceLost."""
+        dropped = self._send(commands.drop())
+        self._wrote_at = None
+        return dropped

@@ -22,12 +22,12 @@ from typing import Any, Generic, TypeVar
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
-from memevict.errors import BadArgument, BadNamespace
+from memevict.errors import BadArgument, BadNamespace, NamespaceLost
 from memevict.importance import Labeler, Message, rules
 from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
 from memevict.registry import AsyncClient, SyncClient
-from memevict.results import Context
+from memevict.results import Context, Memory
 from memevict.store import MemoryStore
 
 TokenCounter = Callable[[str], int]
@@ -307,6 +307,18 @@ class _Base(Generic[StoreT]):
             left = None if left is None else left - cost
         return kept + [e for e in tail], left
 
+    def _recreating(self) -> None:
+        """Before starting again a namespace lost under the store (NamespaceLost): the
+        next window finds a new epoch (see _lost), so what the framework still holds is
+        stored again."""
+        log.warning(
+            "memevict: namespace %r was lost (FLUSHDB, a restart without persistence, a "
+            "failover): starting it again",
+            self.store.namespace,
+        )
+        self._settled = False
+        self._known.clear()
+
     def _lost(self, window: Context) -> bool:
         """Whether the namespace was created again since the last window (its keys lost):
         then nothing this conversation stored is there, whatever ``known`` says."""
@@ -343,8 +355,30 @@ class Conversation(_Base[MemoryStore]):
             self._settled = True
 
     def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
-        """Remembers ``entries`` in order; with ``only_new``, those not stored yet."""
+        """Remembers ``entries`` in order; with ``only_new``, those not stored yet. If
+        the namespace was lost under the store, it is started again and they are all
+        remembered (the next window finds a new epoch: :meth:`turn`)."""
         self.settle()
+        asked = self._asked
+        try:
+            self._add(entries, only_new)
+        except NamespaceLost:
+            self._recreating()
+            self.store.recreate()
+            self._asked = asked
+            self._add(entries, only_new)
+
+    def get(self, id: str) -> Memory | None:
+        """The memory ``id`` as stored, or None (also when the namespace was lost under
+        the store, which then starts it again)."""
+        try:
+            return self.store.get(id)
+        except NamespaceLost:
+            self._recreating()
+            self.store.recreate()
+            return None
+
+    def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if self.store.get(e.id)})
@@ -356,7 +390,12 @@ class Conversation(_Base[MemoryStore]):
     def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
         """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
         tier, and whether the namespace was lost since the last."""
-        window = self.store.context(budget, skip=_skip(first))
+        try:
+            window = self.store.context(budget, skip=_skip(first))
+        except NamespaceLost:
+            self._recreating()
+            self.store.recreate()
+            window = self.store.context(budget, skip=_skip(first))
         lost = self._lost(window)
         if lost:
             self._settled = False
@@ -414,8 +453,27 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
             self._settled = True
 
     async def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
-        """Remembers ``entries`` in order; with ``only_new``, those not stored yet."""
+        """See :meth:`Conversation.add`."""
         await self.settle()
+        asked = self._asked
+        try:
+            await self._add(entries, only_new)
+        except NamespaceLost:
+            self._recreating()
+            await self.store.recreate()
+            self._asked = asked
+            await self._add(entries, only_new)
+
+    async def get(self, id: str) -> Memory | None:
+        """See :meth:`Conversation.get`."""
+        try:
+            return await self.store.get(id)
+        except NamespaceLost:
+            self._recreating()
+            await self.store.recreate()
+            return None
+
+    async def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
         if only_new:
             entries = self._unseen(entries)
             entries = self._new(entries, {e.id for e in entries if await self.store.get(e.id)})
@@ -427,7 +485,12 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
 
     async def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
         """See :meth:`Conversation._window`."""
-        window = await self.store.context(budget, skip=_skip(first))
+        try:
+            window = await self.store.context(budget, skip=_skip(first))
+        except NamespaceLost:
+            self._recreating()
+            await self.store.recreate()
+            window = await self.store.context(budget, skip=_skip(first))
         lost = self._lost(window)
         if lost:
             self._settled = False

@@ -466,7 +466,7 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         if not messages:
             return messages
         for id in self._requests.missing(messages):
-            memory = await self.store.get(id)
+            memory = await self.conversation.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
         window = await self.conversation.turn(
@@ -527,7 +527,7 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         if not messages:
             return messages
         for id in self._requests.missing(messages):
-            memory = self.store.get(id)
+            memory = self.conversation.get(id)
             self._requests.set(id, None if memory is None else memory.text)
         turn = self._turn(messages)
         window = self.conversation.turn(_history(turn), turn.always, recent=self._recent(turn))
