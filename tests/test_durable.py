@@ -30,6 +30,8 @@ class Pair:
     """A primary and one replica of it, synced; ``args`` for both servers."""
 
     def __init__(self, binary: str, *args: str) -> None:
+        # (no 5 s wait for more replicas before the first sync)
+        args = (*args, "--repl-diskless-sync-delay", "0")
         self.primary = Server(binary, extra=args).start()
         self.replica = Server(
             binary, extra=(*args, "--replicaof", "127.0.0.1", str(self.primary.port))
@@ -40,6 +42,12 @@ class Pair:
             assert time.monotonic() < deadline, "replica did not sync"
             time.sleep(0.05)
         reader.close()
+        # The functions library loaded and on the replica before a test's short timeouts
+        # (a replica compiling it can take longer than they allow).
+        warm = self.primary.client()
+        MemoryStore(warm, "warm-up")
+        assert warm.wait(1, 10_000) == 1
+        warm.close()
 
     def freeze(self) -> None:
         assert self.replica.process is not None
@@ -114,7 +122,7 @@ def test_an_unconfirmed_write_raises_not_durable_with_its_result(pair: Pair) -> 
 def test_the_async_store_waits_too(pair: Pair) -> None:
     async def run() -> None:
         client = redis.asyncio.Redis(host="127.0.0.1", port=pair.primary.port)
-        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=1000)
         await store.remember("a", 3.0, now=T0)
         assert on_replica(pair, "a")
         pair.freeze()
@@ -186,6 +194,8 @@ def test_no_confirmed_write_is_lost_when_a_primary_is_killed(kind: str) -> None:
         c.add_replicas()
         owner = c.owner(c.keyslot(key_name(NS, "meta")))
         client = c.client()
+        MemoryStore(client, NS, Policy(max_hot=1000, protect_s=0))  # (the library, as Pair)
+        assert c.command(owner, "WAIT", 1, 10_000) == 1
         store = MemoryStore(
             client,
             NS,

@@ -1,0 +1,190 @@
+"""Issue 29's campaign: acknowledged writes lost when a cluster primary is killed, default
+writes against durable ones (durable_replicas=1), in one run per scenario.
+
+A cluster of 3 masters with a replica each (node timeout 1 s, this machine's servers).
+``--workers`` threads remember unique ids, each into its own namespace (so every one has
+its memories' only writer), alternating default and durable stores; one of the
+namespaces' masters (the "busy" slot's) is killed ``--kills`` times with SIGKILL, every
+``--every`` seconds. After each kill the killed server is started again from its data
+directory (it rejoins as a replica of the promoted one) and the next kill waits until
+it has synced. ``--lag`` freezes (SIGSTOP) the busy master's replica for 2 s before each
+kill and thaws it right after, so the replica that takes over is 2 s behind.
+
+A call that returns is acknowledged (for a durable store: confirmed); NotDurable
+(applied, not confirmed) and errors are counted apart, and the worker goes on with a
+new id. At the end every acknowledged id is looked for (``get``, after the cluster has
+settled): a missing one is lost. Only the namespaces on the killed slot's master can
+lose anything; the others are reported too (they must lose nothing).
+
+    python benchmarks/failover_campaign.py [--server valkey|redis] [--kills 4]
+        [--every 3] [--workers 8] [--lag]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.cluster
+
+import redis
+
+from memevict import MemoryStore, NotDurable, Policy
+from memevict.scripts import key_name
+from tests.cluster import Cluster, binary
+from tests.servers import Server
+
+POLICY = Policy(max_hot=1_000_000, protect_s=0, cold_max=1_000_000)
+
+
+def serving(c: Cluster, slot: int) -> Server:
+    """The server that is master of ``slot`` now (asked of any node that answers)."""
+    by_port = {s.port: s for s in [*c.nodes, *c.replicas]}
+    for server in by_port.values():
+        if server.process is None:
+            continue
+        try:
+            for first, last, master, *_ in server.client().cluster("SLOTS"):
+                if first <= slot <= last:
+                    return by_port[int(master[1])]
+        except redis.RedisError:
+            continue
+    raise RuntimeError(f"no node serves slot {slot}")
+
+
+def replica_of(c: Cluster, master: Server) -> Server | None:
+    info = master.client().info("replication")
+    ports = [int(v["port"]) for k, v in info.items() if k.startswith("slave")]
+    found = [s for s in [*c.nodes, *c.replicas] if s.port in ports and s.process is not None]
+    return found[0] if found else None
+
+
+def wait_synced(server: Server, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            info = server.client().info("replication")
+            if info.get("role") == "slave" and info.get("master_link_status") == "up":
+                return
+        except redis.RedisError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("the restarted server did not sync as a replica")
+
+
+class Worker(threading.Thread):
+    def __init__(self, c: Cluster, namespace: str, durable: bool, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.namespace, self.durable, self.stop = namespace, durable, stop
+        self.client = c.client()
+        self.store = MemoryStore(
+            self.client,
+            namespace,
+            POLICY,
+            durable_replicas=1 if durable else 0,
+            durable_timeout_ms=1000,
+            migration_wait_s=30,
+        )
+        self.acked: list[str] = []
+        self.counts: Counter[str] = Counter()
+        self.gap = 0.0  # the longest time without an acknowledged call
+
+    def run(self) -> None:
+        n, last = 0, time.monotonic()
+        while not self.stop.is_set():
+            id = f"{self.namespace}-{n}"
+            n += 1
+            try:
+                self.store.remember(id, 1.0 + n % 7)
+                self.acked.append(id)
+                now = time.monotonic()
+                self.gap, last = max(self.gap, now - last), now
+            except NotDurable:
+                self.counts["not confirmed"] += 1
+            except Exception as error:  # (a failover outlasting the resends)
+                self.counts[type(error).__name__] += 1
+
+    def lost(self) -> list[str]:
+        return [id for id in self.acked if self.store.get(id) is None]
+
+
+def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> None:
+    c = Cluster(binary(kind), node_timeout_ms=1000).start()
+    try:
+        c.add_replicas()
+        busy = c.keyslot(key_name("w0", "meta"))
+        stop = threading.Event()
+        team = [Worker(c, f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+        first = serving(c, busy)  # (the namespaces of the same master are hit too)
+        on_busy = {
+            w.namespace
+            for w in team
+            if serving(c, c.keyslot(key_name(w.namespace, "meta"))) is first
+        }
+        for w in team:
+            w.start()
+        for _ in range(kills):
+            time.sleep(every)
+            master = serving(c, busy)
+            replica = replica_of(c, master)
+            if lag and replica is not None and replica.process is not None:
+                os.kill(replica.process.pid, signal.SIGSTOP)
+                time.sleep(2.0)
+            master.crash()
+            if lag and replica is not None and replica.process is not None:
+                os.kill(replica.process.pid, signal.SIGCONT)
+            time.sleep(0.5)
+            master.start()  # (its data directory kept: it rejoins as a replica)
+            wait_synced(master)
+        time.sleep(every)
+        stop.set()
+        for w in team:
+            w.join()
+        time.sleep(2.0)  # (settled)
+        print(
+            f"{kind}, {kills} kills{' with the replica 2 s behind' if lag else ''}, "
+            f"{workers} workers"
+        )
+        for durable in (False, True):
+            for where in ("busy", "other"):
+                group = [
+                    w
+                    for w in team
+                    if w.durable == durable and (w.namespace in on_busy) == (where == "busy")
+                ]
+                if not group:
+                    continue
+                acked = sum(len(w.acked) for w in group)
+                lost = sum(len(w.lost()) for w in group)
+                counts = sum((w.counts for w in group), Counter())
+                gap = max(w.gap for w in group)
+                name = "durable_replicas=1" if durable else "default"
+                print(
+                    f"  {name:18} {where:5} slot: acknowledged {acked:7,} lost {lost:5,} | "
+                    f"longest gap {gap:5.1f} s | {dict(counts) or 'no errors'}"
+                )
+        for w in team:
+            w.client.close()
+    finally:
+        c.stop()
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--server", choices=("valkey", "redis"), default="valkey")
+    cli.add_argument("--kills", type=int, default=4)
+    cli.add_argument("--every", type=float, default=3.0)
+    cli.add_argument("--workers", type=int, default=8)
+    cli.add_argument("--lag", action="store_true")
+    opts = cli.parse_args()
+    campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
+
+
+if __name__ == "__main__":
+    main()
