@@ -89,8 +89,6 @@ class Cluster:
                 str(server.directory / "nodes.conf"),
                 "--cluster-node-timeout",
                 str(self.node_timeout_ms),
-                "--repl-diskless-sync-delay",  # (a replica syncs at once, not after 5 s)
-                "0",
             )
             try:
                 return server.start()
