@@ -6,9 +6,11 @@ A cluster of 3 masters with a replica each (node timeout 1 s, this machine's ser
 its memories' only writer), alternating default and durable stores; one of the
 namespaces' masters (the "busy" slot's) is killed ``--kills`` times with SIGKILL, every
 ``--every`` seconds. After each kill the killed server is started again from its data
-directory (it rejoins as a replica of the promoted one) and the next kill waits until
-it has synced. ``--lag`` freezes (SIGSTOP) the busy master's replica for 2 s before each
-kill and thaws it right after, so the replica that takes over is 2 s behind.
+directory once a replica has taken over (it rejoins as a replica of the promoted one;
+started before that, without persistence, it would keep its slots, empty) and the next
+kill waits until it has synced. ``--lag`` freezes (SIGSTOP) the busy master's replica
+for 2 s before each kill and thaws it right after, so the replica that takes over is
+2 s behind.
 
 A call that returns is acknowledged (for a durable store: confirmed); NotDurable
 (applied, not confirmed) and errors are counted apart, and the worker goes on with a
@@ -139,7 +141,11 @@ def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> No
             master.crash()
             if lag and replica is not None and replica.process is not None:
                 os.kill(replica.process.pid, signal.SIGCONT)
-            time.sleep(0.5)
+            deadline = time.monotonic() + 30
+            while serving(c, busy) is master:  # (a replica takes over first: restarted
+                if time.monotonic() > deadline:  # before, an empty master keeps its slots)
+                    raise RuntimeError("no replica took over")
+                time.sleep(0.1)
             master.start()  # (its data directory kept: it rejoins as a replica)
             wait_synced(master)
         time.sleep(every)

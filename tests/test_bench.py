@@ -489,6 +489,36 @@ def test_the_durable_cost_script_runs(server: Server) -> None:
     assert len(re.findall(r"durable / default calls/s \d\.\d{3}$", out, re.M)) == 2, out
 
 
+def test_the_failover_campaign_script_runs() -> None:
+    # benchmarks/failover_campaign.py (RESULTS.md quotes it): one kill, two workers, on
+    # a Valkey cluster of six servers of its own (once: the campaign picks its server)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "failover_campaign.py",
+            "--kills",
+            "1",
+            "--every",
+            "0.5",
+            "--workers",
+            "2",
+        ],
+        cwd=BENCHMARKS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(
+        r"^  (default|durable_replicas=1) +\w+ +slot: acknowledged +([\d,]+) lost +([\d,]+)",
+        done.stdout,
+        re.M,
+    )
+    assert {kind for kind, _, _ in rows} == {"default", "durable_replicas=1"}, done.stdout
+    durable = [(a, lost) for kind, a, lost in rows if kind != "default"]
+    assert all(acked != "0" and lost == "0" for acked, lost in durable), done.stdout
+
+
 def test_the_session_memory_script_runs(server: Server) -> None:
     # benchmarks/session_memory.py (RESULTS.md quotes it): bytes a session holds
     out = run_benchmark(server, ["session_memory.py", "URL", "--messages", "60"])
