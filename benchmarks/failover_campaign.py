@@ -18,14 +18,24 @@ new id. At the end every acknowledged id is looked for (``get``, after the clust
 settled): a missing one is lost. Only the namespaces on the killed slot's master can
 lose anything; the others are reported too (they must lose nothing).
 
+``--sentinel``: a primary and one replica under 3 Sentinels (quorum 2, down after 1 s)
+instead of the cluster, the stores on redis-py's ``Sentinel.master_for`` clients with 10
+resends; the primary is killed and, once the Sentinels have promoted the replica,
+started again empty (no persistence), as a supervisor would: until the Sentinels make
+it a replica it is an empty master at the old address, which calls still resent there
+reach (the split brain of issue 29). A call that meets it raises
+NamespaceLost (counted) instead of writing there; the Sentinels then make it a replica
+of the promoted one.
+
     python benchmarks/failover_campaign.py [--server valkey|redis] [--kills 4]
-        [--every 3] [--workers 8] [--lag]
+        [--every 3] [--workers 8] [--lag | --sentinel]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -35,12 +45,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.cluster
 
+import subprocess
+import tempfile
+
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+from redis.sentinel import MasterNotFoundError, Sentinel
 
 from memevict import MemoryStore, NotDurable, Policy
 from memevict.scripts import key_name
 from tests.cluster import Cluster, binary
-from tests.servers import Server
+from tests.servers import Server, free_port
 
 POLICY = Policy(max_hot=1_000_000, protect_s=0, cold_max=1_000_000)
 
@@ -81,10 +97,13 @@ def wait_synced(server: Server, timeout: float = 30.0) -> None:
 
 
 class Worker(threading.Thread):
-    def __init__(self, c: Cluster, namespace: str, durable: bool, stop: threading.Event) -> None:
+    def __init__(
+        self, client: redis.Redis | redis.cluster.RedisCluster, namespace: str, durable: bool,
+        stop: threading.Event,
+    ) -> None:  # fmt: skip
         super().__init__(daemon=True)
         self.namespace, self.durable, self.stop = namespace, durable, stop
-        self.client = c.client()
+        self.client = client
         self.store = MemoryStore(
             self.client,
             namespace,
@@ -122,7 +141,7 @@ def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> No
         c.add_replicas()
         busy = c.keyslot(key_name("w0", "meta"))
         stop = threading.Event()
-        team = [Worker(c, f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+        team = [Worker(c.client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
         first = serving(c, busy)  # (the namespaces of the same master are hit too)
         on_busy = {
             w.namespace
@@ -157,28 +176,101 @@ def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> No
             f"{kind}, {kills} kills{' with the replica 2 s behind' if lag else ''}, "
             f"{workers} workers"
         )
-        for durable in (False, True):
-            for where in ("busy", "other"):
-                group = [
-                    w
-                    for w in team
-                    if w.durable == durable and (w.namespace in on_busy) == (where == "busy")
-                ]
-                if not group:
-                    continue
-                acked = sum(len(w.acked) for w in group)
-                lost = sum(len(w.lost()) for w in group)
-                counts = sum((w.counts for w in group), Counter())
-                gap = max(w.gap for w in group)
-                name = "durable_replicas=1" if durable else "default"
-                print(
-                    f"  {name:18} {where:5} slot: acknowledged {acked:7,} lost {lost:5,} | "
-                    f"longest gap {gap:5.1f} s | {dict(counts) or 'no errors'}"
-                )
-        for w in team:
-            w.client.close()
+        report(team, on_busy)
     finally:
         c.stop()
+
+
+def report(team: list[Worker], on_busy: set[str]) -> None:
+    """Acknowledged and lost, by kind of store and by whether the namespace was hit."""
+    for durable in (False, True):
+        for where in ("busy", "other"):
+            group = [
+                w
+                for w in team
+                if w.durable == durable and (w.namespace in on_busy) == (where == "busy")
+            ]
+            if not group:
+                continue
+            acked = sum(len(w.acked) for w in group)
+            lost = sum(len(w.lost()) for w in group)
+            counts = sum((w.counts for w in group), Counter())
+            gap = max(w.gap for w in group)
+            name = "durable_replicas=1" if durable else "default"
+            print(
+                f"  {name:18} {where:5} slot: acknowledged {acked:7,} lost {lost:5,} | "
+                f"longest gap {gap:5.1f} s | {dict(counts) or 'no errors'}"
+            )
+    for w in team:
+        w.client.close()
+
+
+def sentinel_campaign(kind: str, kills: int, every: float, workers: int) -> None:
+    primary = Server(binary(kind)).start()
+    replica = Server(binary(kind), extra=("--replicaof", "127.0.0.1", str(primary.port)))
+    replica.start()
+    wait_synced(replica)
+    sentinels, directory = [], Path(tempfile.mkdtemp(prefix="memevict-sentinel-"))
+    try:
+        ports = [free_port() for _ in range(3)]
+        for port in ports:
+            conf = directory / f"{port}.conf"
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
+                f"sentinel monitor m 127.0.0.1 {primary.port} 2\n"
+                "sentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 3000\n"
+            )
+            sentinels.append(
+                subprocess.Popen(
+                    [binary(kind), str(conf), "--sentinel"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        sentinel = Sentinel([("127.0.0.1", p) for p in ports], socket_timeout=1.0)
+        time.sleep(2.0)  # (the Sentinels find each other and the replica)
+        servers = {s.port: s for s in (primary, replica)}
+
+        def master() -> Server | None:  # (None while the Sentinels see it down)
+            try:
+                return servers[int(sentinel.discover_master("m")[1])]
+            except MasterNotFoundError:
+                return None
+
+        def client() -> redis.Redis:
+            retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), 10)
+            return sentinel.master_for("m", socket_timeout=1.0, retry=retry)
+
+        stop = threading.Event()
+        team = [Worker(client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+        for w in team:
+            w.start()
+        for _ in range(kills):
+            time.sleep(every)
+            old = master()
+            assert old is not None
+            old.crash()
+            deadline = time.monotonic() + 30
+            while master() in (old, None):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Sentinels promoted no replica")
+                time.sleep(0.1)
+            old.start()  # (empty: no persistence; a master until the Sentinels convert it)
+            wait_synced(old, timeout=90)
+        time.sleep(every)
+        stop.set()
+        for w in team:
+            w.join()
+        time.sleep(2.0)
+        print(f"{kind} under 3 Sentinels, {kills} kills each restarted empty, {workers} workers")
+        report(team, {w.namespace for w in team})
+    finally:
+        for p in sentinels:
+            p.kill()
+            p.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+        primary.stop()
+        replica.stop()
 
 
 def main() -> None:
@@ -188,8 +280,12 @@ def main() -> None:
     cli.add_argument("--every", type=float, default=3.0)
     cli.add_argument("--workers", type=int, default=8)
     cli.add_argument("--lag", action="store_true")
+    cli.add_argument("--sentinel", action="store_true")
     opts = cli.parse_args()
-    campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
+    if opts.sentinel:
+        sentinel_campaign(opts.server, opts.kills, opts.every, opts.workers)
+    else:
+        campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
 
 
 if __name__ == "__main__":

@@ -291,22 +291,23 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 LUA = str(lua_root())
 
 
+def run_script(args: list[str]) -> str:
+    """Runs a script of benchmarks/ (args: the script, then its arguments); its output."""
+    done = subprocess.run(
+        [sys.executable, *args], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def run_benchmark(server: Server, args: list[str]) -> str:
     """Runs a script of benchmarks/ against a server of its own (args: the
     script, then its arguments, where "URL" stands for that server's)."""
     own = Server(server.binary).start()
     try:
-        done = subprocess.run(
-            [sys.executable, *(own.url if a == "URL" else a for a in args)],
-            cwd=BENCHMARKS,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return run_script([own.url if a == "URL" else a for a in args])
     finally:
         own.stop()
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.parametrize(
@@ -373,25 +374,10 @@ def test_the_servers_ab_script_runs(server: Server) -> None:
 
 def test_the_cluster_modes_script_runs(server: Server) -> None:
     # benchmarks/cluster_modes.py (RESULTS.md quotes it): a cluster of its own.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "cluster_modes.py",
-            "--binary",
-            server.binary,
-            "--rounds",
-            "2",
-            "--calls",
-            "3",
-        ],
-        cwd=BENCHMARKS,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    paired = re.findall(r"FCALL / EVALSHA paired (\d+\.\d+)", done.stdout)
-    assert len(paired) == 2 and all(float(p) > 0 for p in paired), done.stdout
+    args = ["--binary", server.binary, "--rounds", "2", "--calls", "3"]
+    out = run_script(["cluster_modes.py", *args])
+    paired = re.findall(r"FCALL / EVALSHA paired (\d+\.\d+)", out)
+    assert len(paired) == 2 and all(float(p) > 0 for p in paired), out
 
 
 def test_the_window_parts_script_runs(server: Server) -> None:
@@ -492,31 +478,15 @@ def test_the_durable_cost_script_runs(server: Server) -> None:
 def test_the_failover_campaign_script_runs() -> None:
     # benchmarks/failover_campaign.py (RESULTS.md quotes it): one kill, two workers, on
     # a Valkey cluster of six servers of its own (once: the campaign picks its server)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "failover_campaign.py",
-            "--kills",
-            "1",
-            "--every",
-            "0.5",
-            "--workers",
-            "2",
-        ],
-        cwd=BENCHMARKS,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    out = run_script(["failover_campaign.py", "--kills", "1", "--every", "0.5", "--workers", "2"])
     rows = re.findall(
         r"^  (default|durable_replicas=1) +\w+ +slot: acknowledged +([\d,]+) lost +([\d,]+)",
-        done.stdout,
+        out,
         re.M,
     )
-    assert {kind for kind, _, _ in rows} == {"default", "durable_replicas=1"}, done.stdout
+    assert {kind for kind, _, _ in rows} == {"default", "durable_replicas=1"}, out
     durable = [(a, lost) for kind, a, lost in rows if kind != "default"]
-    assert all(acked != "0" and lost == "0" for acked, lost in durable), done.stdout
+    assert all(acked != "0" and lost == "0" for acked, lost in durable), out
 
 
 def test_the_session_memory_script_runs(server: Server) -> None:
