@@ -23,12 +23,13 @@ instead of the cluster, the stores on redis-py's ``Sentinel.master_for`` clients
 resends; the primary is killed and, once the Sentinels have promoted the replica,
 started again empty (no persistence), as a supervisor would: until the Sentinels make
 it a replica it is an empty master at the old address, which calls still resent there
-reach (the split brain of issue 29). A call that meets it raises
+reach (the split brain of issue 29). With ``--lag`` the replica is frozen for 2 s before
+each kill there too. A call that meets it raises
 NamespaceLost (counted) instead of writing there; the Sentinels then make it a replica
 of the promoted one.
 
     python benchmarks/failover_campaign.py [--server valkey|redis] [--kills 4]
-        [--every 3] [--workers 8] [--lag | --sentinel]
+        [--every 3] [--workers 8] [--lag] [--sentinel]
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def report(team: list[Worker], on_busy: set[str]) -> None:
         w.client.close()
 
 
-def sentinel_campaign(kind: str, kills: int, every: float, workers: int) -> None:
+def sentinel_campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> None:
     primary = Server(binary(kind)).start()
     replica = Server(binary(kind), extra=("--replicaof", "127.0.0.1", str(primary.port)))
     replica.start()
@@ -249,7 +250,13 @@ def sentinel_campaign(kind: str, kills: int, every: float, workers: int) -> None
             time.sleep(every)
             old = master()
             assert old is not None
+            (behind,) = [s for s in servers.values() if s is not old]
+            if lag and behind.process is not None:
+                os.kill(behind.process.pid, signal.SIGSTOP)
+                time.sleep(2.0)
             old.crash()
+            if lag and behind.process is not None:
+                os.kill(behind.process.pid, signal.SIGCONT)
             deadline = time.monotonic() + 30
             while master() in (old, None):
                 if time.monotonic() > deadline:
@@ -262,7 +269,10 @@ def sentinel_campaign(kind: str, kills: int, every: float, workers: int) -> None
         for w in team:
             w.join()
         time.sleep(2.0)
-        print(f"{kind} under 3 Sentinels, {kills} kills each restarted empty, {workers} workers")
+        print(
+            f"{kind} under 3 Sentinels, {kills} kills each restarted empty"
+            f"{', the replica 2 s behind' if lag else ''}, {workers} workers"
+        )
         report(team, {w.namespace for w in team})
     finally:
         for p in sentinels:
@@ -283,7 +293,7 @@ def main() -> None:
     cli.add_argument("--sentinel", action="store_true")
     opts = cli.parse_args()
     if opts.sentinel:
-        sentinel_campaign(opts.server, opts.kills, opts.every, opts.workers)
+        sentinel_campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
     else:
         campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
 
