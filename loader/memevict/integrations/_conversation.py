@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -202,6 +202,7 @@ class _Known:
 
 
 StoreT = TypeVar("StoreT", MemoryStore, AsyncMemoryStore)
+T = TypeVar("T")
 
 
 class _Base(Generic[StoreT]):
@@ -360,23 +361,27 @@ class Conversation(_Base[MemoryStore]):
         remembered (the next window finds a new epoch: :meth:`turn`)."""
         self.settle()
         asked = self._asked
-        try:
-            self._add(entries, only_new)
-        except NamespaceLost:
-            self._recreating()
-            self.store.recreate()
+
+        def attempt() -> None:
             self._asked = asked
             self._add(entries, only_new)
+
+        self._again(attempt)
 
     def get(self, id: str) -> Memory | None:
         """The memory ``id`` as stored, or None (also when the namespace was lost under
         the store, which then starts it again)."""
+        return self._again(lambda: self.store.get(id))
+
+    def _again(self, send: Callable[[], T]) -> T:
+        """``send()``, and once more after starting again a namespace lost under the
+        store (NamespaceLost: nothing was written)."""
         try:
-            return self.store.get(id)
+            return send()
         except NamespaceLost:
             self._recreating()
             self.store.recreate()
-            return None
+            return send()
 
     def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
         if only_new:
@@ -390,12 +395,7 @@ class Conversation(_Base[MemoryStore]):
     def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
         """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
         tier, and whether the namespace was lost since the last."""
-        try:
-            window = self.store.context(budget, skip=_skip(first))
-        except NamespaceLost:
-            self._recreating()
-            self.store.recreate()
-            window = self.store.context(budget, skip=_skip(first))
+        window = self._again(lambda: self.store.context(budget, skip=_skip(first)))
         lost = self._lost(window)
         if lost:
             self._settled = False
@@ -456,22 +456,25 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         """See :meth:`Conversation.add`."""
         await self.settle()
         asked = self._asked
-        try:
-            await self._add(entries, only_new)
-        except NamespaceLost:
-            self._recreating()
-            await self.store.recreate()
+
+        async def attempt() -> None:
             self._asked = asked
             await self._add(entries, only_new)
 
+        await self._again(attempt)
+
     async def get(self, id: str) -> Memory | None:
         """See :meth:`Conversation.get`."""
+        return await self._again(lambda: self.store.get(id))
+
+    async def _again(self, send: Callable[[], Awaitable[T]]) -> T:
+        """See :meth:`Conversation._again`."""
         try:
-            return await self.store.get(id)
+            return await send()
         except NamespaceLost:
             self._recreating()
             await self.store.recreate()
-            return None
+            return await send()
 
     async def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
         if only_new:
@@ -485,12 +488,7 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
 
     async def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
         """See :meth:`Conversation._window`."""
-        try:
-            window = await self.store.context(budget, skip=_skip(first))
-        except NamespaceLost:
-            self._recreating()
-            await self.store.recreate()
-            window = await self.store.context(budget, skip=_skip(first))
+        window = await self._again(lambda: self.store.context(budget, skip=_skip(first)))
         lost = self._lost(window)
         if lost:
             self._settled = False
