@@ -18,6 +18,13 @@ new id. At the end every acknowledged id is looked for (``get``, after the clust
 settled): a missing one is lost. Only the namespaces on the killed slot's master can
 lose anything; the others are reported too (they must lose nothing).
 
+The rules are checked through every kill (``rules``): on a namespace of the killed
+master, ``--rule-threads`` threads send ``memevict stress``'s mix of calls (remember,
+touch, decay, evict, whitelist, demote, recall, forget, bursts; a small policy, so every
+rule fires) through durable stores, while a reader checks atomic snapshots; at the end
+the backlog is drained and each id's tier and the call log are checked
+(memevict.stress.Threaded). ``--replicas 2`` gives each master two replicas.
+
 ``--sentinel``: a primary and one replica under 3 Sentinels (quorum 2, down after 1 s)
 instead of the cluster, the stores on redis-py's ``Sentinel.master_for`` clients with 10
 resends; the primary is killed and, once the Sentinels have promoted the replica,
@@ -29,7 +36,7 @@ NamespaceLost (counted) instead of writing there; the Sentinels then make it a r
 of the promoted one.
 
     python benchmarks/failover_campaign.py [--server valkey|redis] [--kills 4]
-        [--every 3] [--workers 8] [--lag] [--sentinel]
+        [--every 3] [--workers 8] [--rule-threads 2] [--replicas 1] [--lag] [--sentinel]
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.cluster
 
@@ -56,6 +65,7 @@ from redis.sentinel import MasterNotFoundError, Sentinel
 
 from memevict import MemoryStore, NotDurable, Policy
 from memevict.scripts import key_name
+from memevict.stress import MemevictTarget, Threaded, stress_policy
 from tests.cluster import Cluster, binary
 from tests.servers import Server, free_port
 
@@ -136,13 +146,54 @@ class Worker(threading.Thread):
         return [id for id in self.acked if self.store.get(id) is None]
 
 
-def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> None:
+def rules(
+    client_of: Callable[[], Any], namespace: str, threads: int, stop: threading.Event
+) -> Threaded:
+    """memevict stress's mix of calls on ``namespace`` through durable stores, checked
+    through the kills. A confirmed call counts as done; NotDurable ones are known but may
+    be lost; one whose connection failed may or may not have been applied (UNKNOWN)."""
+    return Threaded(
+        lambda: MemevictTarget(
+            client_of(),
+            namespace,
+            stress_policy(),
+            durable_replicas=1,
+            durable_timeout_ms=1000,
+            migration_wait_s=30,
+        ),
+        stress_policy(),
+        threads,
+        stop,
+    )
+
+
+def report_rules(run: Threaded) -> None:
+    records, c = run.finish(), run.checker
+    print(
+        f"  rules (durable, memevict stress's mix): {len(records):,} calls "
+        f"{dict(Counter(r.outcome for r in records))} | {len(run.snapshots):,} snapshots "
+        f"({run.unreadable} unreadable) | {c.checks:,} checks, "
+        f"{sum(c.violations.values())} violations"
+    )
+    for kind, n in sorted(c.violations.items()):
+        print(f"    {kind}: {n}  e.g. {c.examples[kind]}")
+
+
+def campaign(
+    kind: str, kills: int, every: float, workers: int, lag: bool, rule_threads: int, replicas: int
+) -> None:
     c = Cluster(binary(kind), node_timeout_ms=1000).start()
     try:
-        c.add_replicas()
+        c.add_replicas(replicas)
         busy = c.keyslot(key_name("w0", "meta"))
         stop = threading.Event()
         team = [Worker(c.client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+        namespace = next(  # (the rules' namespace: one on the killed master)
+            f"rules{k}"
+            for k in range(100)
+            if serving(c, c.keyslot(key_name(f"rules{k}", "meta"))) is serving(c, busy)
+        )
+        checked = rules(c.client, namespace, rule_threads, stop)
         first = serving(c, busy)  # (the namespaces of the same master are hit too)
         on_busy = {
             w.namespace
@@ -174,10 +225,11 @@ def campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> No
             w.join()
         time.sleep(2.0)  # (settled)
         print(
-            f"{kind}, {kills} kills{' with the replica 2 s behind' if lag else ''}, "
-            f"{workers} workers"
+            f"{kind}, {replicas} replica(s) per master, {kills} kills"
+            f"{' with the replica 2 s behind' if lag else ''}, {workers} workers"
         )
         report(team, on_busy)
+        report_rules(checked)
     finally:
         c.stop()
 
@@ -206,7 +258,9 @@ def report(team: list[Worker], on_busy: set[str]) -> None:
         w.client.close()
 
 
-def sentinel_campaign(kind: str, kills: int, every: float, workers: int, lag: bool) -> None:
+def sentinel_campaign(
+    kind: str, kills: int, every: float, workers: int, lag: bool, rule_threads: int
+) -> None:
     primary = Server(binary(kind)).start()
     replica = Server(binary(kind), extra=("--replicaof", "127.0.0.1", str(primary.port)))
     replica.start()
@@ -244,6 +298,7 @@ def sentinel_campaign(kind: str, kills: int, every: float, workers: int, lag: bo
 
         stop = threading.Event()
         team = [Worker(client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+        checked = rules(client, "rules", rule_threads, stop)
         for w in team:
             w.start()
         for _ in range(kills):
@@ -274,6 +329,7 @@ def sentinel_campaign(kind: str, kills: int, every: float, workers: int, lag: bo
             f"{', the replica 2 s behind' if lag else ''}, {workers} workers"
         )
         report(team, {w.namespace for w in team})
+        report_rules(checked)
     finally:
         for p in sentinels:
             p.kill()
@@ -289,13 +345,25 @@ def main() -> None:
     cli.add_argument("--kills", type=int, default=4)
     cli.add_argument("--every", type=float, default=3.0)
     cli.add_argument("--workers", type=int, default=8)
+    cli.add_argument("--rule-threads", type=int, default=2)
+    cli.add_argument("--replicas", type=int, choices=(1, 2), default=1)
     cli.add_argument("--lag", action="store_true")
     cli.add_argument("--sentinel", action="store_true")
     opts = cli.parse_args()
     if opts.sentinel:
-        sentinel_campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
+        sentinel_campaign(
+            opts.server, opts.kills, opts.every, opts.workers, opts.lag, opts.rule_threads
+        )
     else:
-        campaign(opts.server, opts.kills, opts.every, opts.workers, opts.lag)
+        campaign(
+            opts.server,
+            opts.kills,
+            opts.every,
+            opts.workers,
+            opts.lag,
+            opts.rule_threads,
+            opts.replicas,
+        )
 
 
 if __name__ == "__main__":

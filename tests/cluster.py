@@ -50,7 +50,7 @@ def _ports(count: int) -> list[int]:
 @dataclass
 class Cluster:
     """``size`` master nodes of ``binary``; ``stop()`` kills them all.
-    ``add_replicas()`` gives each master a replica (``replicas[i]`` of node i)."""
+    ``add_replicas(n)`` gives each master n replicas (``replicas[i + k * size]`` of node i)."""
 
     binary: str
     size: int = 3
@@ -224,10 +224,12 @@ class Cluster:
             raise failure
         return moved
 
-    def add_replicas(self, timeout: float = 20.0) -> Cluster:
-        """One replica per master, joined and in sync (master_link_status up:
-        a replica that never synced may not take over)."""
-        for i, port in enumerate(_ports(self.size)):
+    def add_replicas(self, per_master: int = 1, timeout: float = 20.0) -> Cluster:
+        """``per_master`` replicas per master (node i's are ``replicas[i + k * size]``),
+        joined and in sync (master_link_status up: a replica that never synced may not
+        take over)."""
+        for i, port in enumerate(_ports(self.size * per_master)):
+            i %= self.size
             replica = self._start_node(port)
             self.replicas.append(replica)
             self.command(0, "CLUSTER MEET", "127.0.0.1", replica.port)

@@ -487,6 +487,11 @@ def test_the_failover_campaign_script_runs() -> None:
     assert {kind for kind, _, _ in rows} == {"default", "durable_replicas=1"}, out
     durable = [(a, lost) for kind, a, lost in rows if kind != "default"]
     assert all(acked != "0" and lost == "0" for acked, lost in durable), out
+    # memevict stress's mix on the killed master, every rule checked through the kill
+    checks, violations = re.findall(
+        r"^  rules .* \| ([\d,]+) checks, (\d+) violations$", out, re.M
+    )[0]
+    assert int(checks.replace(",", "")) > 0 and violations == "0", out
 
 
 def test_the_session_memory_script_runs(server: Server) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ from memevict import BadArgument, MemoryStore, NotDurable, Policy, Remembered
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import Item
 from memevict.scripts import key_name
+from memevict.stress import MemevictTarget, Threaded, stress_policy
 from tests.cluster import KINDS, Cluster, binary
 from tests.servers import Server
 
@@ -188,12 +190,28 @@ def test_no_confirmed_write_is_lost_when_a_primary_is_killed(kind: str) -> None:
     master killed (SIGKILL) after 100 of them, then 20 more (the new master has no
     replica until the old one comes back: those are applied, not confirmed). Every
     write confirmed is there after the failover, and the same calls resent to the new
-    master are answered from their receipts: each applied once."""
+    master are answered from their receipts: each applied once. Meanwhile memevict
+    stress's mix runs on another namespace of the same master, through durable stores,
+    and every rule is checked before, during and after the failover (Threaded)."""
     c = Cluster(binary(kind), node_timeout_ms=1000).start()
     try:
         c.add_replicas()
         owner = c.owner(c.keyslot(key_name(NS, "meta")))
         client = c.client()
+        rules = next(  # (a namespace the kill hits too)
+            f"rules{k}"
+            for k in range(100)
+            if c.owner(c.keyslot(key_name(f"rules{k}", "meta"))) == owner
+        )
+        stop = threading.Event()
+        checked = Threaded(
+            lambda: MemevictTarget(
+                c.client(), rules, stress_policy(), durable_replicas=1, durable_timeout_ms=300
+            ),
+            stress_policy(),
+            threads=2,
+            stop=stop,
+        )
         MemoryStore(client, NS, Policy(max_hot=1000, protect_s=0))  # (the library, as Pair)
         assert c.command(owner, "WAIT", 1, 10_000) == 1
         store = MemoryStore(
@@ -219,11 +237,21 @@ def test_no_confirmed_write_is_lost_when_a_primary_is_killed(kind: str) -> None:
         for i in range(120):
             if i == 100:
                 c.nodes[owner].crash()
+                killed = time.time() * 1000
             try:
                 replies[f"m{i}"] = store.remember(f"m{i}", 1.0 + i % 7, call_id=f"c{i}")
             except NotDurable:
                 unconfirmed.append(f"m{i}")
         assert list(replies)[:100] == [f"m{i}" for i in range(100)]
+        time.sleep(0.5)  # (the mix goes on under the new master)
+        stop.set()
+        calls = checked.finish()
+        assert not checked.checker.violations, checked.checker.examples
+        assert checked.checker.checks > 1000
+        # The mix ran on both sides of the kill, and was seen after it.
+        assert any(r.t1 < killed and r.outcome == "ok" for r in calls)
+        assert any(r.t0 > killed and r.outcome in ("ok", "NotDurable") for r in calls)
+        assert any(s.at > killed for s in checked.snapshots)
         found = {m.id for m in store.top(200)}
         assert set(replies) <= found, sorted(set(replies) - found)[:10]
         hot = store.stats().hot

@@ -15,6 +15,7 @@ seed article's client-side functions (tests/seed.py) run the same workload.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import importlib
 import itertools
 import math
@@ -24,16 +25,16 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from typing import Any, Protocol
 
 import redis
 
 from memevict.commands import MAX_BATCH, Item
-from memevict.errors import MemevictError, NotFound
+from memevict.errors import MemevictError, NotDurable, NotFound
 from memevict.policy import Policy
 from memevict.results import Batch, Evicted, Remembered
 from memevict.scripts import key_name, specs
@@ -51,6 +52,9 @@ IMPORTANCES = (1.0, 3.0, 5.0, 7.0, 8.0, 10.0)  # the seed article's categories
 CRITICAL = 10.0
 META = struct.Struct("<ddddddBdd")  # lib/memory.lua META; the group's name follows
 SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
+# The outcome of a call whose connection failed (a failover): it may have been applied,
+# with effects nobody saw, so the log checks assume it may have undone anything.
+UNKNOWN = "unknown"
 
 
 def cold_due(cold: int, cold_max: int) -> int:
@@ -104,7 +108,7 @@ class Record:
     now: int | None
     t0: float
     t1: float
-    outcome: str  # "ok", or the error class name
+    outcome: str  # "ok", the error class name, or UNKNOWN
     evicted: tuple[str, ...] = ()
     demoted: tuple[str, ...] = ()
     changed: bool = False  # touch/demote/forget/remember: the call took effect
@@ -210,14 +214,26 @@ def send_op(
 
 
 class MemevictTarget:
-    def __init__(self, client: redis.Redis, namespace: str, policy: Policy) -> None:
+    """``options``: more MemoryStore settings (the failover campaign's durable writes)."""
+
+    def __init__(self, client: redis.Redis, namespace: str, policy: Policy, **options: Any) -> None:
         self.client = client
         self.namespace = namespace
-        self.store = MemoryStore(client, namespace, policy)
-        ScriptRegistry(client, "scripts").load()  # snapshot() sends EVALSHA_RO inside MULTI
+        self.store = MemoryStore(client, namespace, policy, **options)
+        self.load()
+
+    def load(self) -> None:
+        """snapshot() sends EVALSHA_RO inside MULTI (again after a failover: a promoted
+        replica has no script cache)."""
+        ScriptRegistry(self.client, "scripts").load()
 
     def call(self, op: str, id: str, importance: float, whitelist: bool, now: int | None) -> Record:
-        result = send_op(self.store, op, id, importance, whitelist, now)
+        try:
+            result = send_op(self.store, op, id, importance, whitelist, now)
+        except NotDurable as error:  # applied, not confirmed: what it did is known
+            return replace(
+                _record(op, id, importance, whitelist, now, error.result), outcome="NotDurable"
+            )
         return _record(op, id, importance, whitelist, now, result)
 
     def tier(self, id: str) -> str | None:
@@ -311,43 +327,36 @@ def load_target(path: str) -> type[Target]:
 def _thread_calls(config: StressConfig, worker: str, rng: random.Random) -> list[Record]:
     client = redis.Redis.from_url(config.url)
     target = load_target(config.target)(client, config.namespace, config.policy)
-    records = []
-    for n in range(config.ops):
-        op = rng.choices(OPS, WEIGHTS)[0]
-        memory_id = f"m{rng.randrange(config.ids)}"
-        if op == "burst":  # ids burst_ids(memory_id), new to the namespace
-            memory_id = f"b{worker}.{n}"
-        importance = rng.choice(IMPORTANCES)
-        whitelist = op == "remember" and rng.random() < 0.15
-        now = None
-        if rng.random() < 0.5:  # a worker with its own, slightly skewed clock
-            now = int(time.time() * 1000) + rng.randint(-config.skew_ms, config.skew_ms)
-        t0 = time.time() * 1000
-        try:
-            r = target.call(op, memory_id, importance, whitelist, now)
-            outcome = r.outcome
-        except MemevictError as error:
-            r = Record("", op, memory_id, importance, whitelist, now, 0, 0, type(error).__name__)
-            outcome = r.outcome
-        t1 = time.time() * 1000
-        records.append(
-            Record(
-                worker,
-                op,
-                memory_id,
-                importance,
-                whitelist,
-                now,
-                t0,
-                t1,
-                outcome,
-                r.evicted,
-                r.demoted,
-                r.changed,
-            )
-        )
+    records = [
+        one_call(target, worker, rng, n, config.ids, config.skew_ms) for n in range(config.ops)
+    ]
     client.close()
     return records
+
+
+def one_call(
+    target: Target, worker: str, rng: random.Random, n: int, ids: int, skew_ms: int
+) -> Record:
+    """Call ``n`` of ``worker``: an op drawn from the mix on one of ``ids`` memories, half
+    with the server's clock and half with its own, skewed by up to ``skew_ms``. A failed
+    connection (redis.RedisError past the client's resends) is recorded as UNKNOWN."""
+    op = rng.choices(OPS, WEIGHTS)[0]
+    memory_id = f"m{rng.randrange(ids)}"
+    if op == "burst":  # ids burst_ids(memory_id), new to the namespace
+        memory_id = f"b{worker}.{n}"
+    importance = rng.choice(IMPORTANCES)
+    whitelist = op == "remember" and rng.random() < 0.15
+    now = None
+    if rng.random() < 0.5:  # a worker with its own, slightly skewed clock
+        now = int(time.time() * 1000) + rng.randint(-skew_ms, skew_ms)
+    t0 = time.time() * 1000
+    try:
+        r = target.call(op, memory_id, importance, whitelist, now)
+    except (MemevictError, redis.RedisError) as error:
+        outcome = UNKNOWN if isinstance(error, redis.RedisError) else type(error).__name__
+        r = Record("", op, memory_id, importance, whitelist, now, 0, 0, outcome)
+    t1 = time.time() * 1000
+    return replace(r, worker=worker, t0=t0, t1=t1)
 
 
 def _worker(config: StressConfig, index: int) -> list[Record]:
@@ -688,6 +697,7 @@ class Checker:
                 (c.id == x and c.op == "demote")
                 or (_acts_on(c, x) and c.op == "forget")
                 or x in c.demoted
+                or c.outcome == UNKNOWN
                 for c in between
             )
             if made_whitelisted and x not in w.demoted and not undone:
@@ -724,6 +734,89 @@ class Checker:
                     )
 
 
+def settle(
+    reader: Target, checker: Checker, records: Sequence[Record], snapshots: list[Snapshot], ids: int
+) -> None:
+    """After the workers stop: every protection runs out, evict() calls drain what waits,
+    each id's own view is checked against the indexes, then the call log."""
+    time.sleep(checker.policy.protect_s + SLACK_MS / 1000)
+    final = reader.snapshot()
+    checker.snapshot(final)
+    waiting, calls = checker.backlog(final), 0
+    while checker.backlog(final) > 0 and calls < 1000:
+        reader.call("evict", "", 0.0, False, None)
+        calls += 1
+        final = reader.snapshot()
+        checker.snapshot(final)
+    checker.drained(waiting, calls)
+    kept = {f"m{i}" for i in range(ids)}.union(
+        final.hot, final.fresh, final.wl, final.ghot, final.cold
+    )  # the workload's ids and every burst memory still kept
+    checker.per_id({x: reader.tier(x) for x in sorted(kept)}, final)
+    snapshots.append(final)
+    checker.log(records, snapshots)
+
+
+class Threaded:
+    """The workload on ``threads`` threads of this process, and a reader checking atomic
+    snapshots, until the caller sets ``stop``; then ``finish()`` settles and checks the
+    rest. What the failover test and campaign run through kills: ``target_of()`` gives
+    each thread its own target (durable stores there); a snapshot that fails (a failover)
+    is counted in ``unreadable`` and the reader loads the scripts again."""
+
+    def __init__(
+        self,
+        target_of: Callable[[], MemevictTarget],
+        policy: Policy,
+        threads: int,
+        stop: threading.Event,
+        ids: int = 60,
+    ) -> None:
+        self.stop, self.ids = stop, ids
+        self.checker = Checker(policy)
+        self.snapshots: list[Snapshot] = []
+        self.records: list[list[Record]] = [[] for _ in range(threads)]
+        self.unreadable = 0
+        # (built now: a store's first call configures, a write that a failover can fail)
+        self.reader = target_of()
+        targets = [target_of() for _ in range(threads)]
+        self.team = [
+            threading.Thread(target=self._work, args=(t, x)) for t, x in enumerate(targets)
+        ]
+        self.team.append(threading.Thread(target=self._read))
+        for thread in self.team:
+            thread.start()
+
+    def _work(self, t: int, target: MemevictTarget) -> None:
+        rng, n = random.Random(t), 0
+        while not self.stop.is_set():
+            self.records[t].append(one_call(target, f"w{t}", rng, n, self.ids, skew_ms=30))
+            n += 1
+
+    def _read(self) -> None:
+        reader = self.reader
+        while not self.stop.is_set():
+            try:
+                snap = reader.snapshot()
+            except redis.RedisError:
+                self.unreadable += 1
+                time.sleep(0.1)
+                with contextlib.suppress(redis.RedisError):
+                    reader.load()
+                continue
+            self.checker.snapshot(snap)
+            self.snapshots.append(snap)
+            time.sleep(0.02)  # (the log checks compare every snapshot with the calls)
+
+    def finish(self) -> list[Record]:
+        """Waits for the threads (``stop`` set), then ``settle``; the calls made."""
+        for thread in self.team:
+            thread.join()
+        records = [r for rs in self.records for r in rs]
+        settle(self.reader, self.checker, records, self.snapshots, self.ids)
+        return records
+
+
 def run(config: StressConfig) -> Report:
     """Runs the workload and checks it; the namespace is cleared first."""
     client = redis.Redis.from_url(config.url)
@@ -757,23 +850,7 @@ def run(config: StressConfig) -> Report:
         raise failed[0]
     # From the first call to the last (process start-up excluded).
     seconds = (max(r.t1 for r in records) - min(r.t0 for r in records)) / 1000 if records else 0.0
-    # Every protection runs out, then evict() calls drain what waits.
-    time.sleep(config.policy.protect_s + SLACK_MS / 1000)
-    final = reader.snapshot()
-    checker.snapshot(final)
-    waiting, calls = checker.backlog(final), 0
-    while checker.backlog(final) > 0 and calls < 1000:
-        reader.call("evict", "", 0.0, False, None)
-        calls += 1
-        final = reader.snapshot()
-        checker.snapshot(final)
-    checker.drained(waiting, calls)
-    ids = {f"m{i}" for i in range(config.ids)}.union(
-        final.hot, final.fresh, final.wl, final.ghot, final.cold
-    )  # the workload's ids and every burst memory still kept
-    checker.per_id({x: reader.tier(x) for x in sorted(ids)}, final)
-    snapshots.append(final)
-    checker.log(records, snapshots)
+    settle(reader, checker, records, snapshots, config.ids)
     client.close()
     return Report(
         target=config.target.rpartition(":")[2],
@@ -790,4 +867,4 @@ def run(config: StressConfig) -> Report:
     )
 
 
-__all__ = ["NotFound", "Report", "StressConfig", "run"]
+__all__ = ["NotFound", "Report", "StressConfig", "Threaded", "run"]
