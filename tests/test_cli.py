@@ -21,6 +21,7 @@ from memevict.cli import main
 from memevict.functions import library
 from memevict.results import Memory, ScanPage
 from memevict.scripts import specs
+from tests import docs
 from tests.servers import Server
 
 T0 = "1700000000000"
@@ -203,8 +204,7 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":
             pytest.fail("redis-cli not found and MEMEVICT_REQUIRE_REDIS=1")
         pytest.skip("redis-cli not installed")
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    [block] = re.findall(r"```sh\n(for s in configure remember top;.*?)```", readme, re.S)
+    [block] = re.findall(r"```sh\n(for s in configure remember top;.*?)```", docs.text(), re.S)
     script = block.replace("redis-cli ", f"{redis_cli} -p {server.port} ")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     out = subprocess.run(

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Awaitable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,9 +30,7 @@ from memevict.importance import (
     load_labeler,
     rules,
 )
-from tests import labeler_fixture
-
-README = Path(__file__).resolve().parent.parent / "README.md"
+from tests import docs, labeler_fixture
 
 
 def case(text: str, category: str, rule: str | None = None, **meta: str) -> Any:
@@ -407,7 +404,7 @@ KEYWORDS = {
 
 
 def readme_table() -> list[tuple[str, float]]:
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = docs.text().splitlines()
     start = lines.index("### Reference importances")
     rows: list[tuple[str, float]] = []
     for line in lines[start + 1 :]:

@@ -1,11 +1,11 @@
-"""Every Python block of the README runs, as written, against a test server.
+"""Every Python block of the README and of docs/ runs, as written, against a test server.
 
 Each block connects where REDIS_URL points (as the blocks say), so the test
 runs it in a fresh interpreter with REDIS_URL set to its own server. The
 `memevict simulate` block runs here too, each line as written, with the files
 it names made from the README's example transcript; the other shell blocks run
 elsewhere: the redis-cli block in tests/test_cli.py, the two quick-start
-commands by CI itself.
+commands by CI itself. Every link between them resolves.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,28 +22,26 @@ import redis
 
 from memevict import MemoryStore
 from memevict.importance import CATEGORIES
+from tests import docs
 from tests.locomo_fixture import tiny_sample
 from tests.servers import Server
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PYTHON = docs.blocks("python")
 
 
-def python_blocks() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    blocks = re.findall(r"^( *)```python\n(.*?)^\1```", text, re.S | re.M)
-    return [textwrap.dedent(body) for _, body in blocks]
-
-
-def test_the_readme_has_the_python_blocks_this_test_knows() -> None:
+def test_the_docs_have_the_python_blocks_this_test_knows() -> None:
     # a block added later is run too; this guards against the pattern missing all
-    assert len(python_blocks()) >= 4
+    assert len(PYTHON) >= 4
+    assert {name for name, _ in PYTHON} >= {"README.md"}
 
 
-@pytest.mark.parametrize("index", range(len(python_blocks())))
+@pytest.mark.parametrize(
+    "index", range(len(PYTHON)), ids=[f"{name}-{i}" for i, (name, _) in enumerate(PYTHON)]
+)
 def test_every_python_block_runs_as_written(
     server: Server, client: redis.Redis, index: int
 ) -> None:
-    block = python_blocks()[index]
+    block = PYTHON[index][1]
     done = subprocess.run(
         [sys.executable, "-c", block],
         env={**os.environ, "REDIS_URL": server.url},
@@ -66,27 +63,29 @@ def test_the_readme_acl_line_is_the_one_memevict_prints() -> None:
 
     shown = [
         line.strip()
-        for line in README.read_text(encoding="utf-8").splitlines()
+        for line in docs.text().splitlines()
         if line.strip().startswith("ACL SETUSER agent42 ")
     ]
     assert shown == [acl_setuser_line("agent42", "agent-42", "PASSWORD")]
 
 
 def simulate_lines() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Choosing settings by evidence", 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    """Every line of every sh block that runs only `memevict simulate`."""
+    lines = []
+    for _, block in docs.blocks("sh"):
+        code = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+        code = [line for line in code if line]
+        if code and all(line.startswith("memevict simulate") for line in code):
+            lines += code
+    return lines
 
 
-def test_the_simulate_block_is_the_one_this_test_knows() -> None:
-    lines = simulate_lines()
-    assert len(lines) >= 6 and all(line.startswith("memevict simulate") for line in lines)
+def test_the_simulate_blocks_are_the_ones_this_test_knows() -> None:
+    assert len(simulate_lines()) >= 6
 
 
 def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
-    transcript = text.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    transcript = docs.blocks("jsonl")[0][1]
     (tmp_path / "my-agent.jsonl").write_text(transcript, encoding="utf-8")
     (tmp_path / "logs").mkdir()
     for name in ("a.jsonl", "b.jsonl"):
@@ -111,3 +110,42 @@ def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> 
             json.loads(done.stdout)
         if "--plot" in line:
             assert (tmp_path / "retention.png").stat().st_size > 0
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives the headings of a markdown file."""
+    seen: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"#{1,6} (.+)", line)
+        if heading is None:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        seen.setdefault(f"{slug}-{n}" if n else slug, 1)
+    return set(seen)
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    checked = 0
+    results = docs.ROOT / "benchmarks" / "RESULTS.md"
+    for path in [*docs.files(), results]:
+        for target in LINK.findall(path.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):  # (https:, mailto:)
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            assert linked.exists(), f"{path.name}: {target}"
+            if anchor and linked.suffix == ".md":
+                assert anchor in anchors(linked), f"{path.name}: {target}"
+            checked += 1
+    assert checked > 0
+
+
+def test_the_readme_leads_to_every_reference_file() -> None:
+    readme = (docs.ROOT / "README.md").read_text(encoding="utf-8")
+    linked = {target.partition("#")[0] for target in LINK.findall(readme)}
+    assert {f"docs/{path.name}" for path in docs.files()[1:]} <= linked

@@ -44,7 +44,7 @@ from memevict.simulate.policies import (
 )
 from memevict.simulate.replay import replay
 from memevict.simulate.transcript import Action, MemoryTurn, Transcript, parse_lines
-from tests import simulate_labelers
+from tests import docs, simulate_labelers
 from tests.servers import Server
 
 # The README's reference table and the generator's documented proportions.
@@ -778,8 +778,7 @@ def test_one_progress_bar_over_several_transcripts(server: Server, client: redis
 def test_the_readme_log_replays_as_written(
     server: Server, client: redis.Redis, tmp_path: Path
 ) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    block = docs.blocks("jsonl")[0][1]
     path = write_lines(tmp_path / "my-agent.jsonl", block.splitlines())
     t = read_jsonl(path)
     assert (t.turns, t.actions, t.critical) == (5, 2, frozenset({"deploy-key"}))
