@@ -183,10 +183,10 @@ def campaign(
     kind: str, kills: int, every: float, workers: int, lag: bool, rule_threads: int, replicas: int
 ) -> None:
     c = Cluster(binary(kind), node_timeout_ms=1000).start()
+    stop = threading.Event()
     try:
         c.add_replicas(replicas)
         busy = c.keyslot(key_name("w0", "meta"))
-        stop = threading.Event()
         team = [Worker(c.client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
         namespace = next(  # (the rules' namespace: one on the killed master)
             f"rules{k}"
@@ -231,6 +231,7 @@ def campaign(
         report(team, on_busy)
         report_rules(checked)
     finally:
+        stop.set()  # (the threads end on a failure too)
         c.stop()
 
 
@@ -266,6 +267,7 @@ def sentinel_campaign(
     replica.start()
     wait_synced(replica)
     sentinels, directory = [], Path(tempfile.mkdtemp(prefix="memevict-sentinel-"))
+    stop = threading.Event()
     try:
         ports = [free_port() for _ in range(3)]
         for port in ports:
@@ -296,7 +298,6 @@ def sentinel_campaign(
             retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), 10)
             return sentinel.master_for("m", socket_timeout=1.0, retry=retry)
 
-        stop = threading.Event()
         team = [Worker(client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
         checked = rules(client, "rules", rule_threads, stop)
         for w in team:
@@ -331,6 +332,7 @@ def sentinel_campaign(
         report(team, {w.namespace for w in team})
         report_rules(checked)
     finally:
+        stop.set()
         for p in sentinels:
             p.kill()
             p.wait()

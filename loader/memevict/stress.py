@@ -28,8 +28,9 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from multiprocessing import get_context
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import redis
 
@@ -55,10 +56,11 @@ SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to who
 # The outcome of a call whose connection failed (a failover): it may have been applied,
 # with effects nobody saw, so the log checks assume it may have undone anything.
 UNKNOWN = "unknown"
+T = TypeVar("T")
 
 
 def cold_due(cold: int, cold_max: int) -> int:
-    """The cold memories past cold_max the next call deletes (README rule 8):
+    """The cold memories past cold_max the next call deletes (docs/rules.md, rule 8):
     every one, once there are 1 + cold_max // 64 of them (at most 32)."""
     excess = cold - cold_max
     return excess if excess >= min(32, 1 + cold_max // 64) else 0
@@ -463,7 +465,7 @@ class Checker:
         backlog = self.backlog(s)
         self.backlogged += backlog > 0
         units = len(s.hot) + len(s.groups)  # what eviction can take
-        # Work beyond a call's budget waits for later calls (README: Bounded
+        # Work beyond a call's budget waits for later calls (docs/rules.md: Bounded
         # work per call): max_hot and max_tokens hold once nothing waits.
         self.expect(
             backlog > 0 or (len(s.hot) <= p.max_hot and (total <= p.max_hot or not units)),
@@ -529,7 +531,7 @@ class Checker:
         )
 
     def backlog(self, s: Snapshot) -> int:
-        """The work waiting for later calls (README: Bounded work per call),
+        """The work waiting for later calls (docs/rules.md: Bounded work per call),
         as stats counts it; 0 for a target that keeps no stats (the seed peer)."""
         if s.stats is None or s.meta is None:
             return 0
@@ -662,7 +664,7 @@ class Checker:
                 if x not in names:
                     by_id.setdefault(x, []).append(r)
         # A call runs at the namespace's latest now if its own is behind it
-        # (README rule 9): at most the latest now of any call sent before it ended.
+        # (docs/rules.md, rule 9): at most the latest now of any call sent before it ended.
         started = sorted(records, key=lambda r: r.t0)
         starts = [r.t0 for r in started]
         latest = list(itertools.accumulate((_now_of(r) for r in started), max))
@@ -740,21 +742,34 @@ def settle(
     """After the workers stop: every protection runs out, evict() calls drain what waits,
     each id's own view is checked against the indexes, then the call log."""
     time.sleep(checker.policy.protect_s + SLACK_MS / 1000)
-    final = reader.snapshot()
+    final = _again(reader.snapshot)
     checker.snapshot(final)
     waiting, calls = checker.backlog(final), 0
     while checker.backlog(final) > 0 and calls < 1000:
-        reader.call("evict", "", 0.0, False, None)
+        _again(partial(reader.call, "evict", "", 0.0, False, None))
         calls += 1
-        final = reader.snapshot()
+        final = _again(reader.snapshot)
         checker.snapshot(final)
     checker.drained(waiting, calls)
     kept = {f"m{i}" for i in range(ids)}.union(
         final.hot, final.fresh, final.wl, final.ghot, final.cold
     )  # the workload's ids and every burst memory still kept
-    checker.per_id({x: reader.tier(x) for x in sorted(kept)}, final)
+    checker.per_id({x: _again(partial(reader.tier, x)) for x in sorted(kept)}, final)
     snapshots.append(final)
     checker.log(records, snapshots)
+
+
+def _again(call: Callable[[], T]) -> T:
+    """call(), sent again while its connection fails, for up to 30 s: after a failover a
+    connection to the demoted server fails once, then the client connects again."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return call()
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 class Threaded:
@@ -813,6 +828,7 @@ class Threaded:
         for thread in self.team:
             thread.join()
         records = [r for rs in self.records for r in rs]
+        _again(self.reader.load)  # (on the master the last failover left)
         settle(self.reader, self.checker, records, self.snapshots, self.ids)
         return records
 
