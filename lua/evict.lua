@@ -5,7 +5,7 @@
 -- memories above max_hot (plus evict_batch) move to the cold tier, and the
 -- cold tier drops its least recently evicted memories beyond cold_max for
 -- good. Whitelisted and protected memories are never evicted. Call it until
--- backlog is 0 to drain work that earlier calls left (see the README).
+-- backlog is 0 to drain work that earlier calls left (docs/rules.md: Bounded work per call).
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)

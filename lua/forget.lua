@@ -41,7 +41,7 @@ return once(p, function()
   local ids = {id}
   if m.group ~= '' then
     ids = members_of(m.group)
-    if #ids == 0 then ids = {id} end -- (its link was lost: README, Lost keys)
+    if #ids == 0 then ids = {id} end -- (its link was lost: docs/operations.md, Lost keys)
   end
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
   local tokens, links, cold = 0, {}, 0

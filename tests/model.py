@@ -1,11 +1,11 @@
 """A pure-Python model of memevict's eviction rules, for the model-based test.
 
-Written from the README's rules and the script headers (lua/*.lua), not from
+Written from the rules of docs/rules.md and the script headers (lua/*.lua), not from
 the scripts' bodies: it keeps scores as plain numbers (importance, jitter, last
 access, decay ticks since the memory was placed) instead of the scripts'
 forward-decay keys, and ranks memories by their score at ``now``.
 
-The namespace's time never goes backwards (README rule 9): a call's now
+The namespace's time never goes backwards (docs/rules.md, rule 9): a call's now
 earlier than the latest now a write used is read as that latest now. That
 keeps every memory's age >= 0, so ranking by score now is the scripts' ranking
 by decay key. It also makes lazy protection expiry exact with a simple rule:
@@ -76,13 +76,13 @@ class Mem:
     in_prot: bool = False
     cold_since: int = 0  # when it entered the cold tier: the cold tier's LRU order
     cold_order: int = 0  # and the order of entry: the same ms leaves lowest score first
-    tokens: int = 1  # its cost in the token budget (README rule 10)
-    group: str | None = None  # linked memories (README rule 11)
+    tokens: int = 1  # its cost in the token budget (docs/rules.md, rule 10)
+    group: str | None = None  # linked memories (docs/rules.md, rule 11)
     order: int = 0  # the remember that first made it: the window's order (rule 12)
 
 
 def jitter_offset(n: int, scale: float) -> float:
-    """Tie-breaking offset for the n-th remember of a namespace (README rule 4)."""
+    """Tie-breaking offset for the n-th remember of a namespace (docs/rules.md, rule 4)."""
     h = (n * _FIBONACCI) % _TWO_32
     return scale * (h + 0.5) / _TWO_32
 
@@ -145,7 +145,7 @@ class Model:
 
     def _ln_recency(self, m: Mem, now: int) -> float:
         """-ln 2 times the half-lives elapsed since the last access, era by
-        era, each counted on its own clock (README rule 1)."""
+        era, each counted on its own clock (docs/rules.md, rule 1)."""
         half_lives = 0.0
         ends = [*self.eras[1:], Era("", 0, now, self.seq)]
         for i, (e, end) in enumerate(zip(self.eras, ends, strict=True)):
@@ -173,7 +173,7 @@ class Model:
         return s if m.whitelisted else max(s, self.policy.score_min)
 
     def _whitelist_rank(self, m: Mem, now: int) -> float:
-        """The score it would have if demoted (README rule 7)."""
+        """The score it would have if demoted (docs/rules.md, rule 7)."""
         return math.log(m.importance + m.jitter) + self._ln_recency(m, now) + m.ticks
 
     def _keep_ticks(self, m: Mem) -> None:
@@ -224,7 +224,7 @@ class Model:
 
     def units(self) -> list[list[Mem]]:
         """What eviction can take: each evictable memory in no group, and each
-        group whose members are all evictable (README rule 11)."""
+        group whose members are all evictable (docs/rules.md, rule 11)."""
         evictable = {m.id for m in self._evictable()}
         out: list[list[Mem]] = []
         seen: set[str] = set()
@@ -467,7 +467,7 @@ class Model:
         now = self.clock(now)
 
         def rank(m: Mem) -> tuple[float, float]:
-            # the reported score first (README rule 3), then the unfloored one
+            # the reported score first (docs/rules.md, rule 3), then the unfloored one
             return (math.log(max(self.score(m, now), 1e-300)), self.ln_score(m, now))
 
         order = sorted(self.hot(), key=lambda m: (*(-x for x in rank(m)), m.id.encode()))
@@ -500,7 +500,7 @@ class Model:
         )
 
     def _due(self) -> int:
-        """Evictions still due (README: stats): at least one per budget
+        """Evictions still due (docs/python-api.md: stats): at least one per budget
         exceeded while something is evictable, a group counting once. A call
         leaves some only when protection ran out after it."""
         units = len(self.units())
@@ -509,7 +509,7 @@ class Model:
         return max(min(self._over(), units), 1 if self._over_tokens() else 0)
 
     def window(self, tokens: int | None, now: int) -> list[str]:
-        """The window's ids in the order first remembered (README rule 12):
+        """The window's ids in the order first remembered (docs/rules.md, rule 12):
         candidates by reported score, a group taken whole at its first
         (highest) member if it fits, any that does not fit skipped."""
         now = self.clock(now)

@@ -43,7 +43,7 @@ from memevict.scripts import RECEIPT, key_name, namespace_keys, specs
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
-# The first value above each bounded policy field's range (README: Ranges):
+# The first value above each bounded policy field's range (docs/rules.md: Ranges):
 # half_life_s=1e-310 or retry_window_s=1e14 used to break a call half-way.
 ABOVE_RANGE: dict[str, float] = {
     "evict_batch": 101,

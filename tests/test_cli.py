@@ -198,7 +198,7 @@ def test_acl_prints_a_line_that_creates_a_working_user(server: Server, client: r
 
 
 def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: Path) -> None:
-    """The README's redis-cli block, run by bash against the test server."""
+    """The redis-cli block of docs/lua-contract.md, run by bash against the test server."""
     redis_cli = shutil.which("redis-cli")
     if redis_cli is None:
         if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":

@@ -1,5 +1,5 @@
 """The rules at their edges: time that runs backwards, floors, ties, policy
-changes and lost keys (issue 13). Each test pins one rule the README states;
+changes and lost keys (issue 13). Each test pins one rule docs/rules.md states;
 expected values are worked out here from the rules, never by the code under
 test.
 """
@@ -451,7 +451,7 @@ def test_bad_field_changes_write_nothing(make_store: StoreFactory, client: redis
     assert store.reload_policy() == before
 
 
-# --- where ties are exact (README: Ranges) ----------------------------------------------------
+# --- where ties are exact (docs/rules.md: Ranges) -----------------------------------------
 
 # Memories of importance I last used at the same G (the same ms on the wall clock)
 # are told apart by jitter alone; their keys stay distinct while

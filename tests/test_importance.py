@@ -1,7 +1,7 @@
 """memevict.importance: the built-in labeler's rules on realistic messages and their near
-misses, how role/kind/tool_status change a label, the README table as the source of the
+misses, how role/kind/tool_status change a label, the docs' table as the source of the
 importances, and the hooks for a user's own labeler. No server needed, but for the
-README example, which remembers a labelled message."""
+labeler example of docs/simulate.md, which remembers a labelled message."""
 
 from __future__ import annotations
 
@@ -391,7 +391,7 @@ def test_labels_do_not_depend_on_the_process() -> None:
     assert outputs[0] == outputs[1] == [label(m).rule for m in TEXTS]
 
 
-# --- the README table is the source of the importances ----------------------------------
+# --- the docs' table is the source of the importances ----------------------------------
 
 KEYWORDS = {
     "instruction": "instruction",

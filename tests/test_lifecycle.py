@@ -181,7 +181,7 @@ def test_async_with_opens_the_store_and_closes_the_client_it_made(
             assert isinstance(store.client, redis.asyncio.Redis)  # not a cluster's
             pool = store.client.connection_pool
             assert isinstance(pool, redis.asyncio.BlockingConnectionPool)
-            assert pool.max_connections == 50  # as the README advises
+            assert pool.max_connections == 50  # as docs/adapters.md advises
             await asyncio.gather(*(store.remember(f"m{i}", 1 + i) for i in range(20)))
             assert connections([client]) >= 1
         wait_until(lambda: connections([client]) == 0, "async with left its connections open")

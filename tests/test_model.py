@@ -54,12 +54,12 @@ rates = st.sampled_from([0.5, 0.9, 1.0]) | st.floats(0.01, 1.0)
 # (half_life_s is one) let recency outweigh importance.
 steps_ms = st.sampled_from([0, 1, 999, 1000, 2000, 60_000, 180_000]) | st.integers(0, 240_000)
 texts = st.sampled_from([None, "x", "y"])
-# Costs (README rule 10) and groups (rule 11): two groups on seven ids link
+# Costs (docs/rules.md, rule 10) and groups (rule 11): two groups on seven ids link
 # memories often enough that groups are evicted, recalled and forgotten whole.
 costs = st.sampled_from([1, 1, 2, 3, 5, 7])
 linked = st.sampled_from([None, "p", "p", "q"])
 budgets = st.sampled_from([0, 0, 6, 10])
-# Messages for the labeler, one per category, each with the category the README's
+# Messages for the labeler, one per category, each with the category the docs'
 # rules give it (decided by hand, not by running the labeler).
 LABELLED = (
     (Message("hi!", role="user"), "chitchat"),
@@ -209,7 +209,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             assert_remembered(got, want)
 
         # Importance as an agent gets it: from the built-in labeler. The category
-        # of each message is known by hand (the README's rules), so the model
+        # of each message is known by hand (the rules of docs/rules.md), so the model
         # takes the table's value and the store the labeler's.
         @rule(id=ids, labelled=st.sampled_from(LABELLED), whitelist=st.booleans())
         def remember_labelled(

@@ -258,6 +258,6 @@ def test_a_damaged_state_is_rebuilt(client: redis.Redis) -> None:
     store.remember("b", 2.0, now=T0)
     client.hset(key_name("ns", "state"), "packed", b"not eight doubles")
     # The call fails NO_POLICY before any write; the store configures again,
-    # which rebuilds the state from the memories (README: Lost keys).
+    # which rebuilds the state from the memories (docs/operations.md: Lost keys).
     assert store.remember("c", 3.0, now=T0 + S).evicted == ("a",)
     assert len(client.hget(key_name("ns", "state"), "packed") or b"") == 64

@@ -1,6 +1,6 @@
 """Scenario tests of the eviction rules, against real servers.
 
-Expected values are computed here from the rules as written in the README
+Expected values are computed here from the rules as written in docs/rules.md
 (score = importance x 0.5^(age / half_life_s) x boost), never by the code
 under test.
 """
@@ -308,7 +308,7 @@ def test_cold_tier_drops_least_recently_evicted(make_store: StoreFactory) -> Non
 def test_the_cold_tier_drops_in_batches_and_past_cold_max_is_gone_at_once(
     make_store: StoreFactory, client: redis.Redis, cold_max: int, batch: int
 ) -> None:
-    """README rule 8: memories past cold_max are gone for every call at once
+    """docs/rules.md, rule 8: memories past cold_max are gone for every call at once
     and deleted once 1 + cold_max // 64 of them (at most 32) wait."""
     store = make_store(max_hot=1, protect_s=0, cold_max=cold_max)
     cold, meta, text = (key_name("t", role) for role in ("cold", "meta", "text"))

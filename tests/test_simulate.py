@@ -47,7 +47,7 @@ from memevict.simulate.transcript import Action, MemoryTurn, Transcript, parse_l
 from tests import docs, simulate_labelers
 from tests.servers import Server
 
-# The README's reference table and the generator's documented proportions.
+# The reference table (docs/rules.md) and the generator's documented proportions.
 IMPORTANCE = {
     "instruction": 10,
     "tool_error": 8,
@@ -1048,7 +1048,7 @@ def test_the_sessions_generator_asks_questions(server: Server, client: redis.Red
 
 
 def test_memevict_answers_more_questions_than_fifo_across_sessions(client: redis.Redis) -> None:
-    """The multi-session result at a small size (README, Choosing the clock):
+    """The multi-session result at a small size (docs/simulate.md, Choosing the clock):
     defaults and the rules labeler against FIFO, three seeds of 8 sessions."""
     from memevict.simulate.labels import label_transcript
     from memevict.simulate.sessions import generate_sessions

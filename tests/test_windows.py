@@ -1,6 +1,6 @@
 """Agent-shaped windows (issue 14): token budgets, linked memories (groups),
 the chronological window, scan, drop and idle expiry. Expected values are
-worked out here from the README's rules, never by the code under test.
+worked out here from the rules of docs/rules.md, never by the code under test.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def test_an_agent_conversation_through_a_token_budget(make_store: StoreFactory) 
     store = make_store(
         namespace="agent", clock="activity", max_hot=10_000, max_tokens=budget, protect_s=0
     )
-    # A user instruction: whitelisted, as the README advises for what must stay
+    # A user instruction: whitelisted, as docs/adapters.md advises for what must stay
     store.remember(
         "instruction", 10.0, text="never share the API key", tokens=40, whitelist=True, now=T0
     )
@@ -390,7 +390,7 @@ def test_a_lost_links_key_heals_when_the_members_are_placed_again(
     store = make_store(namespace="heal", max_hot=3, protect_s=0)
     store.remember("call", 1.0, group="t", now=T0)
     store.remember("out", 2.0, group="t", now=T0)
-    client.delete(key_name("heal", "links"))  # README: Lost keys
+    client.delete(key_name("heal", "links"))  # docs/operations.md: Lost keys
     store.touch("call", now=T0)
     store.touch("out", now=T0)  # placed again: links written, the group ranked again
     store.remember("a", 5.0, now=T0)

@@ -722,7 +722,7 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     "transcript_patterns",
     multiple=True,
     metavar="FILE|DIR|GLOB",
-    help="Replay this JSONL log (see the README), or a LoCoMo file (*.json: locomo10.json, "
+    help="Replay this JSONL log (see docs/simulate.md), or a LoCoMo file (*.json: locomo10.json, "
     "or one sample), instead of a generated transcript; a directory means its *.jsonl and "
     "*.json, a glob its matches (repeatable).",
 )

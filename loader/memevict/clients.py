@@ -20,7 +20,7 @@ from redis.retry import Retry
 
 from memevict.registry import AsyncClient, SyncClient
 
-# The README's advice for asyncio: a blocking pool makes a coroutine wait for a
+# The advice for asyncio (docs/python-api.md): a blocking pool makes a coroutine wait for a
 # free connection where redis-py's default pool raises past its maximum.
 ASYNC_MAX_CONNECTIONS = 50
 

@@ -10,7 +10,7 @@ assistant) where what matters later is who did what, when.
 
 Categories
 ----------
-:data:`CATEGORIES` is the README's "Reference importances" table, and its one source. A
+:data:`CATEGORIES` is the "Reference importances" table of docs/rules.md, and its one source. A
 message of business, conclusion, context or chitchat gets its category's importance times
 1 +/- up to 10% by its *detail* (below), so messages of one category are ranked among
 themselves and no category reaches the next::
@@ -83,7 +83,7 @@ In this order; the first that applies decides, and ``Label.rule`` is its name.
     personal one: "The concert in Portland was unreal", "the block party is next
     weekend". Who and when are what later questions ask; such a turn is evidence about as
     often as a personal statement (32% against 10% for the rest of context, on real
-    conversations: RESULTS.md).
+    conversations: benchmarks/HISTORY.md).
 17. ``chitchat`` -> chitchat: no personal signal, and one of: at most 15 words with at
     least one social phrase per five words and no time or number ("That's awesome!",
     "Haha yes", "Sounds great, take care, Mel": a name is allowed, it is usually the person

@@ -11,7 +11,7 @@ from memevict.errors import BadPolicy
 # What recency is measured in (mirrors the 'word' field of POLICY in lua/lib/policy.lua).
 CLOCKS = ("activity", "wall")
 # Numbers: the range [lowest, highest] of each, in which every score, key and time
-# stays finite and exact (README: Ranges); mirrors POLICY in lua/lib/policy.lua.
+# stays finite and exact (docs/rules.md: Ranges); mirrors POLICY in lua/lib/policy.lua.
 _MAX_INT = 2**53
 RANGES: Mapping[str, tuple[float, float]] = {
     "max_hot": (1, _MAX_INT),

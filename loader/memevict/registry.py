@@ -7,13 +7,13 @@ scripts    EVALSHA (EVALSHA_RO for the read-only scripts, so replicas and
            SCRIPT FLUSH) the call is sent again as EVAL with the source, which
            runs it and caches it in the same round trip, so a flush racing the
            call cannot fail it.
-functions  FCALL / FCALL_RO of the ``memevict`` library. A store checks the
+functions  FCALL / FCALL_RO of the ``memevict_<version>`` library. A store checks the
            library's version once and loads it if it differs; a call that
            finds the library missing (FUNCTION FLUSH, a server without
            persistence restarted) loads it and is sent again.
 
-A store asks for "auto" by default: functions where they can serve it,
-scripts where they cannot and on a cluster client (RegistryBase).
+A store asks for "auto" by default: functions where they can serve it (a cluster
+client too), scripts where they cannot (RegistryBase).
 
 While a cluster slot migrates, a node serves a multi-key script only if it
 holds every one of its keys; a write's fresh receipt key never exists yet, so

@@ -125,8 +125,8 @@ class StoreBase:
 
     def _warn_if_keys_can_be_evicted(self, config: Any, policy: Policy) -> None:
         """Warns when the server's maxmemory-policy may evict memevict's keys one by one
-        (README: Lost keys): any key (allkeys-*), or any key with a TTL (volatile-*) in a
-        namespace whose idle_ttl_s gives every key one. ``config`` is the reply to
+        (docs/operations.md: Lost keys): any key (allkeys-*), or any key with a TTL
+        (volatile-*) in a namespace whose idle_ttl_s gives every key one. ``config`` is the reply to
         CONFIG GET maxmemory-policy."""
         values = config.values() if isinstance(config, dict) else ()
         for value in values:
@@ -229,7 +229,7 @@ class MemoryStore(StoreBase):
     primary too).
 
     ``mode="auto"`` (the default) calls the scripts as the Redis Functions
-    library ``memevict`` (FCALL), loading it if the server lacks it, where the
+    library ``memevict_<version>`` (FCALL), loading it if the server lacks it, where the
     server and the ACL allow, else as scripts (EVALSHA); ``self.mode`` says
     which. ``mode="functions"`` or ``"scripts"`` asks for one (no fallback).
 

@@ -109,7 +109,7 @@ end
 -- A memory leaving the decaying indexes without an access (evicted, or
 -- whitelisted) keeps the decay ticks it took there: they are folded into its
 -- G as extra age, so its score never rises (cold), and a demotion later
--- resumes from where it was (see rule 7 in the README).
+-- resumes from where it was (see rule 7 in docs/rules.md).
 local function fold_ticks(m, key, st)
   m.g = (key - math.log(m.imp + m.j)) + st.decay
 end
@@ -134,7 +134,7 @@ local function ln_score(m, now, p, st)
   if m.wl then return math.log(m.imp * p.whitelist_boost + m.j) end
   local key = rcall('ZSCORE', KEY.fresh, m.id) or
     rcall('ZSCORE', m.group == '' and KEY.hot or KEY.ghot, m.id)
-  if not key then -- its index was lost (README: Lost keys): no decay ticks known
+  if not key then -- its index was lost (docs/operations.md: Lost keys): no decay ticks known
     return math.log(m.imp + m.j) - math.max(0, clock(now, p, st) - m.g)
   end
   return ln_decayed(tonumber(key), now, p, st)
@@ -288,7 +288,7 @@ end
 
 -- The first writes of every script that moves memories: the namespace's
 -- latest now (see namespace_now), then the protection that ran out.
--- Keys stay small, so ties stay exact however old the namespace (README:
+-- Keys stay small, so ties stay exact however old the namespace (docs/rules.md:
 -- where scores and ties are exact): once G has drifted more than REBASE from
 -- the offset of an index's keys (D for the decaying indexes and groups,
 -- wbase for wl), every key of the index moves back by a whole number and the
@@ -466,7 +466,7 @@ local function cap_whitelist(p, st, t)
       write_meta(m)
       place(m, t, p, st)
       demoted[#demoted + 1] = id
-    else -- its metadata was lost (README: Lost keys): the entry goes
+    else -- its metadata was lost (docs/operations.md: Lost keys): the entry goes
       rcall('ZREM', KEY.wl, id)
     end
   end
@@ -574,7 +574,7 @@ local function drop_cold(m, t)
 end
 
 -- Eviction ranks units: a memory in no group by its decay key, a group by
--- the highest decay key of its members (README: rule 11). enforce merges
+-- the highest decay key of its members (docs/rules.md, rule 11). enforce merges
 -- the two indexes, lowest first; head reads the lowest entry of one.
 local function head(index)
   local e = rcall('ZRANGE', index, 0, 0, 'WITHSCORES')
@@ -616,7 +616,7 @@ end
 
 -- The hot tier's tokens and highest order, summed from the metadata of
 -- every memory in its indexes; nil when they list more than limit entries.
--- The repair of a total that lost track (README: Lost keys): the only
+-- The repair of a total that lost track (docs/operations.md: Lost keys): the only
 -- reading of the whole tier, done by configure when the state was lost and
 -- by a call that meets entries whose metadata was lost (at most
 -- RECOUNT entries: past that, the total is summed again when the state is).
@@ -672,7 +672,7 @@ local function evict_popped(entries, st, t, evicted)
   for i, id in ipairs(ids) do
     local key = tonumber(entries[2 * i])
     local m = raws[i] and unpack_meta(id, raws[i])
-    if not m then -- its metadata was lost (README: Lost keys): the entry went
+    if not m then -- its metadata was lost (docs/operations.md: Lost keys): the entry went
       lost = lost + 1
     elseif m.till > t.now then
       reprotect(m, nil, key)
@@ -696,7 +696,7 @@ local function evict_group(e, st, t, evicted)
   local ms, lost, gone, held = {}, {}, {}, false
   for i, id in ipairs(ids) do
     local m = raws[i] and unpack_meta(id, raws[i])
-    if not m then -- (README: Lost keys)
+    if not m then -- (docs/operations.md: Lost keys)
       lost[#lost + 1], gone[#gone + 1] = e.id .. '\0' .. id, id
     elseif not keys[i] then
       held = true -- not evictable after all: the group stays
@@ -783,7 +783,7 @@ local function enforce(p, st, t)
   end
   trim_cold(p, t)
   -- A total below 0 was wrong before this call (a state edited by hand): it
-  -- is summed again (README: Lost keys).
+  -- is summed again (docs/operations.md: Lost keys).
   if t.tokens < 0 then t.tokens = hot_totals(RECOUNT) or 0 end
   -- The state, with the hot tier's tokens as this call left them, written once.
   if t.tokens ~= st.tokens then st.tokens, st.changed = t.tokens, true end

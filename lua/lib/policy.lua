@@ -4,7 +4,7 @@
 -- Policy fields in ARGV order for configure and reply order everywhere.
 -- kind 'int' fields are whole numbers; 'num' fields are decimals; both lie
 -- in [lo, hi], ranges in which every score, key and time stays finite and
--- exact (README: Ranges). 'word' fields are one of the listed words.
+-- exact (docs/rules.md: Ranges). 'word' fields are one of the listed words.
 local MAX_INT = 9007199254740992 -- 2^53
 local POLICY = {
   {'max_hot', 'int', 1, MAX_INT},

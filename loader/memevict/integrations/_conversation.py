@@ -38,11 +38,11 @@ MAX_TOKENS = 8000  # the adapters' default budget
 RECENT = 4  # the messages before the current turn sent whatever their rank, while they fit
 # The hot tier is bounded by tokens; this only keeps a count bound out of the way.
 MAX_HOT = 100_000
-# Recency's half-life, in memories remembered in the conversation (see RESULTS.md:
+# Recency's half-life, in memories remembered in the conversation (see HISTORY.md:
 # coverage on real conversations rises with it; the current turn is always sent).
 HALF_LIFE_MEMORIES = 2000.0
 # A user's message ranks this far below what answers it, at least (see _items): up to
-# the answer's importance, the questions take budget the answers need (RESULTS.md).
+# the answer's importance, the questions take budget the answers need (HISTORY.md).
 ASKED_BELOW = 2.0
 PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIES)
 # An item over the whole budget is remembered at this importance, alone, so that it goes
@@ -61,7 +61,7 @@ def approx_tokens(text: str) -> int:
 def namespace_for(framework: str, session_id: str) -> str:
     """The namespace of a session: ``<framework>:<session_id>``, or
     ``<framework>:sha256:<hex of the id>`` when that is not a namespace memevict takes
-    (spaces, braces, ``*?[]\\``, unprintable characters, over 128 bytes)."""
+    (spaces, braces, ``*?[]\\``, unprintable characters, a namespace over 256 bytes)."""
     if not isinstance(session_id, str):
         raise BadArgument(f"session_id must be a string, got {session_id!r}")
     try:

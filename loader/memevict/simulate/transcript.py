@@ -28,7 +28,7 @@ from memevict.commands import MAX_ID_BYTES, MAX_NOW_MS, finite_number
 from memevict.errors import MemevictError
 from memevict.importance import CATEGORIES
 
-IMPORTANCE = CATEGORIES  # the README's reference importances, by category
+IMPORTANCE = CATEGORIES  # the reference importances (docs/rules.md), by category
 START_MS = 1_700_000_000_000
 TURN_MS = 10_000
 
