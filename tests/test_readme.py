@@ -39,12 +39,13 @@ def test_the_docs_have_the_python_blocks_this_test_knows() -> None:
     "index", range(len(PYTHON)), ids=[f"{name}-{i}" for i, (name, _) in enumerate(PYTHON)]
 )
 def test_every_python_block_runs_as_written(
-    server: Server, client: redis.Redis, index: int
+    server: Server, client: redis.Redis, index: int, tmp_path: Path
 ) -> None:
     block = PYTHON[index][1]
     done = subprocess.run(
         [sys.executable, "-c", block],
-        env={**os.environ, "REDIS_URL": server.url},
+        # (a block on the embedded server keeps its data in a directory of the test's own)
+        env={**os.environ, "REDIS_URL": server.url, "MEMEVICT_HOME": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=300,
