@@ -104,7 +104,8 @@ def wait_synced(server: Server, timeout: float = 30.0) -> None:
         except redis.RedisError:
             pass
         time.sleep(0.1)
-    raise RuntimeError("the restarted server did not sync as a replica")
+    log = (server.directory / "server.log").read_text(errors="replace").splitlines()
+    raise RuntimeError("the restarted server did not sync as a replica:\n" + "\n".join(log[-25:]))
 
 
 class Worker(threading.Thread):
@@ -318,7 +319,14 @@ def sentinel_campaign(
                 if time.monotonic() > deadline:
                     raise RuntimeError("the Sentinels promoted no replica")
                 time.sleep(0.1)
-            old.start()  # (empty: no persistence; a master until the Sentinels convert it)
+            # Empty, as a supervisor restarts a server without persistence: without the
+            # dump a replica's full sync left in its directory (stale data a master would
+            # serve until the Sentinels convert it), and without the --replicaof of its
+            # first start (a master until the Sentinels convert it).
+            for dump in old.directory.glob("*.rdb"):
+                dump.unlink()
+            old.extra = ()
+            old.start()
             wait_synced(old, timeout=90)
         time.sleep(every)
         stop.set()

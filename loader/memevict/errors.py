@@ -163,9 +163,11 @@ class NamespaceLost(MemevictError):
     """A namespace this store had written to is gone from the server (FLUSHDB, a drop()
     by another store, a restart without persistence, a failover to a server that never
     had it) and could not have expired by idle_ttl_s since this store last wrote.
-    Nothing was written: the store does not create it again on its own, since writes
-    acknowledged into a namespace the server then loses would be lost unseen. Call
-    ``store.recreate()`` to start it again, empty, on purpose."""
+    Nothing was written on this server: the store does not create it again on its own,
+    since writes acknowledged into a namespace the server then loses would be lost
+    unseen. (A call resent after its connection failed, as in a failover, may have been
+    applied by the server it first reached, and reach the new primary by replication.)
+    Call ``store.recreate()`` to start it again, empty, on purpose."""
 
     code = "NAMESPACE_LOST"
 

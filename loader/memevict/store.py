@@ -179,7 +179,7 @@ class StoreBase:
         return NamespaceLost(
             f"namespace {self.namespace!r} is gone from the server (FLUSHDB, a drop by "
             "another store, a restart without persistence or a failover to a server "
-            "without it); nothing was written. store.recreate() starts it again, empty"
+            "without it); nothing was written there. store.recreate() starts it again, empty"
         )
 
     def _checked(self, policy: Policy | None, stored: Policy) -> Policy:

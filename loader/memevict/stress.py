@@ -54,8 +54,11 @@ CRITICAL = 10.0
 META = struct.Struct("<ddddddBdd")  # lib/memory.lua META; the group's name follows
 SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
 # The outcome of a call whose connection failed (a failover): it may have been applied,
-# with effects nobody saw, so the log checks assume it may have undone anything.
+# with effects nobody saw, so the log checks assume it may have undone anything. So
+# may a NamespaceLost: raised by a resend that reached an empty server, after the
+# first attempt may have been applied on the old primary (and replicated).
 UNKNOWN = "unknown"
+MAYBE_APPLIED = frozenset({UNKNOWN, "NamespaceLost"})
 T = TypeVar("T")
 
 
@@ -699,7 +702,7 @@ class Checker:
                 (c.id == x and c.op == "demote")
                 or (_acts_on(c, x) and c.op == "forget")
                 or x in c.demoted
-                or c.outcome == UNKNOWN
+                or c.outcome in MAYBE_APPLIED
                 for c in between
             )
             if made_whitelisted and x not in w.demoted and not undone:
