@@ -25,10 +25,10 @@ rule fires) through durable stores, while a reader checks atomic snapshots; at t
 the backlog is drained and each id's tier and the call log are checked
 (memevict.stress.Threaded). ``--replicas 2`` gives each master two replicas.
 
-``--sentinel``: a primary and one replica under 3 Sentinels (quorum 2, down after 1 s)
+``--sentinel``: a primary and one replica under 3 Sentinels (quorum 2, down after 2 s)
 instead of the cluster, the stores on redis-py's ``Sentinel.master_for`` clients with 10
-resends; the primary is killed and, once the Sentinels have promoted the replica,
-started again empty (no persistence), as a supervisor would: until the Sentinels make
+resends; the primary is killed and, once every Sentinel names the promoted replica,
+started again empty (no persistence, no dump), as a supervisor would: until the Sentinels make
 it a replica it is an empty master at the old address, which calls still resent there
 reach (the split brain of issue 29). With ``--lag`` the replica is frozen for 2 s before
 each kill there too. A call that meets it raises
@@ -276,7 +276,7 @@ def sentinel_campaign(
             conf.write_text(
                 f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
                 f"sentinel monitor m 127.0.0.1 {primary.port} 2\n"
-                "sentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 3000\n"
+                "sentinel down-after-milliseconds m 2000\nsentinel failover-timeout m 10000\n"
             )
             sentinels.append(
                 subprocess.Popen(
@@ -294,6 +294,19 @@ def sentinel_campaign(
                 return servers[int(sentinel.discover_master("m")[1])]
             except MasterNotFoundError:
                 return None
+
+        def promoted(old: Server) -> bool:
+            """Every Sentinel names another master, and that one says it is master."""
+            try:
+                named = {
+                    int(redis.Redis(port=p).sentinel_get_master_addr_by_name("m")[1]) for p in ports
+                }
+                if len(named) != 1 or old.port in named:
+                    return False
+                info = servers[named.pop()].client().info("replication")
+                return bool(info["role"] == "master")
+            except (redis.RedisError, TypeError):
+                return False
 
         def client() -> redis.Redis:
             retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), 10)
@@ -315,7 +328,7 @@ def sentinel_campaign(
             if lag and behind.process is not None:
                 os.kill(behind.process.pid, signal.SIGCONT)
             deadline = time.monotonic() + 30
-            while master() in (old, None):
+            while not promoted(old):  # (restarted before, it may win the failover back)
                 if time.monotonic() > deadline:
                     raise RuntimeError("the Sentinels promoted no replica")
                 time.sleep(0.1)
