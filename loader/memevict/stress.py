@@ -762,6 +762,17 @@ def settle(
     checker.log(records, snapshots)
 
 
+def _built(target_of: Callable[[], MemevictTarget]) -> MemevictTarget:
+    """A target whose store's configure (a write) its replicas confirmed: built again
+    (configure is idempotent) while a durable store's raises NotDurable, up to 10 times."""
+    for _ in range(9):
+        try:
+            return target_of()
+        except NotDurable:
+            time.sleep(0.1)
+    return target_of()
+
+
 def _again(call: Callable[[], T]) -> T:
     """call(), sent again while its connection fails, for up to 30 s: after a failover a
     connection to the demoted server fails once, then the client connects again."""
@@ -796,8 +807,8 @@ class Threaded:
         self.records: list[list[Record]] = [[] for _ in range(threads)]
         self.unreadable = 0
         # (built now: a store's first call configures, a write that a failover can fail)
-        self.reader = target_of()
-        targets = [target_of() for _ in range(threads)]
+        self.reader = _built(target_of)
+        targets = [_built(target_of) for _ in range(threads)]
         self.team = [
             threading.Thread(target=self._work, args=(t, x)) for t, x in enumerate(targets)
         ]
