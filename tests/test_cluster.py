@@ -656,8 +656,9 @@ def _check_after_failover(stats: Stats, after: Memory | None) -> None:
 @pytest.mark.parametrize(
     ("asked", "node_timeout_ms"),
     # (4 s: the takeover outlasts redis-py's own resends of an EVALSHA, 2 to 3 s; the
-    # registry sends it again until a replica serves it: issue 29)
-    [("auto", 1000), ("scripts", 1000), ("scripts", 4000)],
+    # registry sends it again until a replica serves it: issue 29. EVALSHA at 1 s, which
+    # redis-py's resends alone outlast, is the easier case of the same path.)
+    [("auto", 1000), ("scripts", 4000)],
 )
 def test_a_call_waits_out_a_failover(kind: str, asked: str, node_timeout_ms: int) -> None:
     c, owner = _failover_cluster(kind, node_timeout_ms)

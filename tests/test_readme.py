@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,27 @@ from memevict import MemoryStore
 from memevict.importance import CATEGORIES
 from tests import docs
 from tests.locomo_fixture import tiny_sample
-from tests.servers import Server
+from tests.servers import Server, valkey_binary
 
 PYTHON = docs.blocks("python")
+
+
+@pytest.fixture(scope="module")
+def docs_server() -> Iterator[Server]:
+    """The server the docs' code runs on: Valkey, once. The docs show the API, which the
+    rest of the suite runs on both servers; running their blocks twice adds a minute to
+    CI and finds nothing new."""
+    started = Server(valkey_binary()).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def docs_client(docs_server: Server) -> Iterator[redis.Redis]:
+    c = docs_server.client()
+    c.flushall()
+    yield c
+    c.close()
 
 
 def test_the_docs_have_the_python_blocks_this_test_knows() -> None:
@@ -39,23 +58,23 @@ def test_the_docs_have_the_python_blocks_this_test_knows() -> None:
     "index", range(len(PYTHON)), ids=[f"{name}-{i}" for i, (name, _) in enumerate(PYTHON)]
 )
 def test_every_python_block_runs_as_written(
-    server: Server, client: redis.Redis, index: int, tmp_path: Path
+    docs_server: Server, docs_client: redis.Redis, index: int, tmp_path: Path
 ) -> None:
     block = PYTHON[index][1]
     done = subprocess.run(
         [sys.executable, "-c", block],
         # (a block on the embedded server keeps its data in a directory of the test's own)
-        env={**os.environ, "REDIS_URL": server.url, "MEMEVICT_HOME": str(tmp_path)},
+        env={**os.environ, "REDIS_URL": docs_server.url, "MEMEVICT_HOME": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     if "importance_of(rules, message)" in block:  # the labeler block stored its message
-        memory = MemoryStore(client, "agent-42").get("m-17")
+        memory = MemoryStore(docs_client, "agent-42").get("m-17")
         assert memory is not None and memory.importance == CATEGORIES["instruction"]
     if "agent_session(store, n)" in block:  # 1,000 sessions through the documented pool
-        stats = MemoryStore(client, "agent-42").stats()
+        stats = MemoryStore(docs_client, "agent-42").stats()
         assert stats.hot + stats.cold == 1000  # every session's memory landed
 
 
@@ -85,7 +104,9 @@ def test_the_simulate_blocks_are_the_ones_this_test_knows() -> None:
     assert len(simulate_lines()) >= 6
 
 
-def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> None:
+def test_every_simulate_line_runs_as_written(
+    docs_server: Server, docs_client: redis.Redis, tmp_path: Path
+) -> None:
     transcript = docs.blocks("jsonl")[0][1]
     (tmp_path / "my-agent.jsonl").write_text(transcript, encoding="utf-8")
     (tmp_path / "logs").mkdir()
@@ -100,7 +121,7 @@ def test_every_simulate_line_runs_as_written(server: Server, tmp_path: Path) -> 
             line.replace("memevict", memevict, 1),
             shell=True,
             cwd=tmp_path,
-            env={**os.environ, "REDIS_URL": server.url},
+            env={**os.environ, "REDIS_URL": docs_server.url},
             capture_output=True,
             text=True,
             timeout=300,
@@ -123,7 +144,7 @@ def cli_lines() -> list[str]:
     return lines
 
 
-def test_every_cli_line_runs_as_written(server: Server) -> None:
+def test_every_cli_line_runs_as_written(docs_server: Server, docs_client: redis.Redis) -> None:
     lines = cli_lines()
     assert len(lines) >= 3  # (the README's CLI block: the pattern found it)
     memevict = str(Path(sys.executable).with_name("memevict"))
@@ -132,7 +153,7 @@ def test_every_cli_line_runs_as_written(server: Server) -> None:
         done = subprocess.run(
             line.replace("memevict", memevict, 1),
             shell=True,
-            env={**os.environ, "REDIS_URL": server.url},
+            env={**os.environ, "REDIS_URL": docs_server.url},
             capture_output=True,
             text=True,
             timeout=60,
