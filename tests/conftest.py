@@ -53,13 +53,18 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     started.stop()
 
 
-@pytest.fixture
-def client(server: Server) -> Iterator[redis.Redis]:
+def fresh_client(server: Server) -> Iterator[redis.Redis]:
+    """A client of ``server``, emptied (data and script cache) first, closed after."""
     c = server.client()
     c.flushall()
     c.script_flush()
     yield c
     c.close()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[redis.Redis]:
+    yield from fresh_client(server)
 
 
 StoreFactory = Callable[..., MemoryStore]

@@ -24,6 +24,7 @@ import redis
 from memevict import MemoryStore
 from memevict.importance import CATEGORIES
 from tests import docs
+from tests.conftest import fresh_client
 from tests.locomo_fixture import tiny_sample
 from tests.servers import Server, valkey_binary
 
@@ -42,10 +43,7 @@ def docs_server() -> Iterator[Server]:
 
 @pytest.fixture
 def docs_client(docs_server: Server) -> Iterator[redis.Redis]:
-    c = docs_server.client()
-    c.flushall()
-    yield c
-    c.close()
+    yield from fresh_client(docs_server)
 
 
 def test_the_docs_have_the_python_blocks_this_test_knows() -> None:
@@ -89,6 +87,25 @@ def test_the_readme_acl_line_is_the_one_memevict_prints() -> None:
     assert shown == [acl_setuser_line("agent42", "agent-42", "PASSWORD")]
 
 
+def run_line(
+    line: str, server: Server, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A documented `memevict ...` shell line, run as written (this venv's memevict) with
+    REDIS_URL at ``server``; it must succeed."""
+    memevict = str(Path(sys.executable).with_name("memevict"))
+    done = subprocess.run(
+        line.replace("memevict", memevict, 1),
+        shell=True,
+        cwd=cwd,
+        env={**os.environ, "REDIS_URL": server.url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, (line, done.stderr[-3000:])
+    return done
+
+
 def simulate_lines() -> list[str]:
     """Every line of every sh block that runs only `memevict simulate`."""
     lines = []
@@ -115,18 +132,8 @@ def test_every_simulate_line_runs_as_written(
     sample = tiny_sample()  # locomo10.json's shape: a list of samples
     listed = {"sample_id": "conv-1", "qa": sample.pop("qa"), "conversation": sample}
     (tmp_path / "locomo10.json").write_text(json.dumps([listed]), encoding="utf-8")
-    memevict = str(Path(sys.executable).with_name("memevict"))
     for line in simulate_lines():
-        done = subprocess.run(
-            line.replace("memevict", memevict, 1),
-            shell=True,
-            cwd=tmp_path,
-            env={**os.environ, "REDIS_URL": docs_server.url},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, (line, done.stderr[-3000:])
+        done = run_line(line, docs_server, cwd=tmp_path)
         assert "memevict" in done.stdout, line  # every run reports memevict's window
         if "--json" in line:
             json.loads(done.stdout)
@@ -147,19 +154,7 @@ def cli_lines() -> list[str]:
 def test_every_cli_line_runs_as_written(docs_server: Server, docs_client: redis.Redis) -> None:
     lines = cli_lines()
     assert len(lines) >= 3  # (the README's CLI block: the pattern found it)
-    memevict = str(Path(sys.executable).with_name("memevict"))
-    outputs = []
-    for line in lines:
-        done = subprocess.run(
-            line.replace("memevict", memevict, 1),
-            shell=True,
-            env={**os.environ, "REDIS_URL": docs_server.url},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, (line, done.stderr[-3000:])
-        outputs.append(done.stdout)
+    outputs = [run_line(line, docs_server).stdout for line in lines]
     assert any("vault path" in out for out in outputs)  # the window shows what was remembered
 
 
