@@ -1,18 +1,26 @@
 """The multi-session conversation generator: each promise of its docstring,
-for seeds 1 to 5 at the default 20 sessions, and the JSONL the CLI reads."""
+for seeds 1 to 5 at the default 20 sessions, the JSONL the CLI reads, the
+transcripts of seeds 0 to 9 as they were before the templates became data,
+and the checks of a malformed template file."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memevict.simulate.sessions import generate_sessions
 from memevict.simulate.transcript import START_MS, MemoryTurn, Transcript, parse_lines
+from memevict.simulate.wording import BadTemplates, load
 
 SEEDS = (1, 2, 3, 4, 5)
 MINUTE = 60_000
@@ -294,3 +302,190 @@ def test_the_transcript_round_trips_through_jsonl(transcripts: dict[int, Transcr
             lines.append(json.dumps(line))
         back = parse_lines(lines, "x")
         assert back == Transcript(t.events, "x", t.questions)
+
+
+# -- the templates as data ----------------------------------------------------
+
+# SHA-256 of the transcripts of seeds 0 to 9 (serialized as _serialized does), recorded
+# from commit 498446f's generator: the sessions.py whose names, pools and templates were
+# Python code, before they moved to loader/memevict/simulate/templates/*.json (issue 37).
+# They are not outputs of the code under test: the move had to leave every turn and
+# question as it was. An edit of the templates changes them (templates/README.md).
+DIGESTS = {
+    2: (
+        "086b34868dd872721e013868c4878e8f9a25173bfd7ce51521419dfc5d833785",
+        "44cc7596697cbe663b4a9a4255eb24f262622670645c498c21e7df55578910e5",
+        "375c67b1302885f17689c7768a5a01a53fee05c805fde98ddf55ac449795b15e",
+        "9d4ec606616819e169144eb8b3d30c0d7ac28623d92199a0771ca5cc4ea75bf3",
+        "fcfe9453350ee175290e01de944d0c4f510d770ec582ce0cc1a53fa00cd29cad",
+        "6322e91597b5ab142df29f2a1819594fe5a746a8572477e2a4763fb10c126f46",
+        "603ba1a4ea351b633d8a24ff32dc4871285ead4cd95f4e58e0687c9d6bb4cd05",
+        "21aaee6651e852ee7a2c5834926c19c38e08f3959e9ba06f9004c7ba906eb09b",
+        "c8ec74a9bfe8684a60485dcd783f7f055678bf00779d9cd7c3a07028b6e2bcbc",
+        "fe111c3ee08bda2d378a69d56a2660fc004597cd68dd5cc26b1e3a2dff3357d8",
+    ),
+    4: (
+        "2b096f8821b92532f0ca223634ed9b74944593ccda398126b1f02601f1767387",
+        "53484158a85f4e77685fb045d09eee0a83cdbb959732f5e9400107a7092ab5a2",
+        "19fb5594388f0829b4b24ca446a3b1c74b0d228c2aa67b84c8c3eab769e7d016",
+        "0c6c72dac25eeb750e8bb42ee79297fb2b0f73ffbabbbd8cc1dc615561c1a14e",
+        "ed9670efbeaf4c9b7752ff46a07f2b42df30e7a9d810862d9c839b05377a541a",
+        "292056eab8887358c80e5b6c87a2886b8962492061cd5ea0225f16f3328a819d",
+        "6f3c858444510cedba5068b9f29ddf4bf3c3d3a6ebcdddaf60322290f95ee25d",
+        "efcab9c9b78968fb4fea5c6b259c26dec47ed303fc5d4b8935964e233dbc42be",
+        "4649445a47fb1b2ccf081267467738a580bb0d300da08c8f49b36f6cdf89f650",
+        "3aaf74bbe55acbf23fff4ee21bc559a5f3a65f0bf3fa2de7e30983a18c0da8b5",
+    ),
+    8: (
+        "5fd740e08cfe4e5d7bf03e88e95136e5beec7868f22f41277bb99c27f31b9a6f",
+        "ef8181153533ae9d4b2b97ff36f0fc047a61d0a6ca5de0714aea2664b75a0055",
+        "e56ccb1ee2beda13ad1f9c40e0e74c4318c15f5cf613107b7658d283182ddbb5",
+        "c378aad3e938fe5dde7a496bc614b27a363796ec2f437cd4745981adb382ee3b",
+        "8c02ccd11c44233db7d5deba8582751d5912ec017be3d89d6ef8042c5795fd92",
+        "6ed41028b18766956954c20d5e3a3790c909abb50ef2fe5df434e982a8e6db60",
+        "11cb636206bf0f6383c00ca4272e69e7f70568835d1ce8d703c695fe3ade9c2e",
+        "ef1a61ac3515de81cba419801b022585e86b435e50d24c6dfde6468070cfbf11",
+        "2b9197e63c97953e3debd154948f9f24d951a6b0b8d765ee25d454f985772966",
+        "c0cf15a7cc4f9aeab4e3dbe7ede4d3414b1bfaf1d32b48878d0cc65e5edd9e95",
+    ),
+    20: (
+        "c8f8995a23dd21d6b7685d6e5f9c5f522283e6dde16cea8044bd28020ed524e3",
+        "d979aef53da4c27f5a4b1e1ddb6db72e946e4d117ad87e85f59203d0b921daba",
+        "3541c53d30db62e423d4b7ba1b9aa457ece0759f7184083445bda8930af98184",
+        "134bba6e666223467620596ae10f4d4cd1eb3ee7dedb29a34a02c4c98bc0fdbf",
+        "094be48839349f9330c5fa77364dc1a4cc64a707f9561aa2e5694879e000a9ee",
+        "63dc42c2f11a1ad31773c330293d262baf0c2afe0134d82df169d4727ecf5e74",
+        "aefcd0840ffbffd50509cbc1475b54efe2ab9c7c1cea362b60fa7d02fbd232d4",
+        "caa26ab2d739b0eaecbf9418d46df846f4a992b1836b007b221779e2e6cfcb9b",
+        "245b905b4d28b5f6b6e9879832582738a1e8240d4505057e8956557d4196428f",
+        "1939f0992a685c6e6230f634e2ee031ac6667612795084c827bdac6b1fd857b7",
+    ),
+}
+
+
+def _serialized(t: Transcript) -> bytes:
+    """Every field of the transcript: each turn's id, text, role, speaker, session,
+    time, importance, category and flags; each question's text, evidence and time;
+    the source and the notes."""
+    return json.dumps(dataclasses.asdict(t), ensure_ascii=False, sort_keys=True).encode()
+
+
+def _digests(*sessions: int) -> list[str]:
+    made = (generate_sessions(seed, *sessions) for seed in range(10))
+    return [hashlib.sha256(_serialized(t)).hexdigest() for t in made]
+
+
+def test_seeds_0_to_9_at_the_default_20_sessions_are_what_498446f_generated() -> None:
+    assert _digests() == list(DIGESTS[20])
+
+
+@pytest.mark.parametrize("sessions", [2, 4, 8])
+def test_seeds_0_to_9_at_fewer_sessions_are_what_498446f_generated(sessions: int) -> None:
+    assert _digests(sessions) == list(DIGESTS[sessions])
+
+
+def _copy(tmp_path: Path) -> Path:
+    """A copy of the package's templates."""
+    for source in files("memevict.simulate").joinpath("templates").iterdir():
+        if source.name.endswith(".json"):
+            (tmp_path / source.name).write_text(source.read_text("utf-8"), "utf-8")
+    return tmp_path
+
+
+def _broken(tmp_path: Path, name: str, change: Callable[[Any], object]) -> Path:
+    """A copy of the package's templates whose file ``name`` ``change`` edited."""
+    data = json.loads((_copy(tmp_path) / name).read_text("utf-8"))
+    change(data)
+    (tmp_path / name).write_text(json.dumps(data), "utf-8")
+    return tmp_path
+
+
+def _wedding(facts: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return next(k for kinds in facts.values() for k in kinds if k["name"] == "wedding")
+
+
+# (file, edit, what the error says: the file, the place in it and the problem)
+BROKEN: list[tuple[str, Callable[[Any], object], str]] = [
+    (
+        "facts.json",
+        lambda d: _wedding(d)["says"].__setitem__(0, "{whom} is getting married"),
+        r"facts.json: wedding: says\[0\]: '\{whom\} is getting married' names \{whom\}",
+    ),
+    ("facts.json", lambda d: _wedding(d).pop("value"), r"facts.json: wedding: has no 'value'"),
+    (
+        "facts.json",
+        lambda d: _wedding(d).update(replys=[]),
+        r"facts.json: wedding: has 'replys', which is none of",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d)["slots"].update(place={"pick": "citys"}),
+        r"facts.json: wedding: slots: place: pick: 'citys' is no pool of pools.json",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d)["slots"].update(place={"pick": "cities", "for": "who"}),
+        r"facts.json: wedding: slots: place: picks for 'who', which is not picked from",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d)["slots"].update(date={"days ahead": [150, 40]}),
+        r"facts.json: wedding: slots: date: days ahead: \[150, 40\]: the lowest is above",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d).update(rises=True),
+        r"facts.json: wedding: rises: is for a number or dollars that moves",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d).update(combine="when"),
+        r"facts.json: wedding: combine: is none of \['date', 'spend'\]",
+    ),
+    (
+        "facts.json",
+        lambda d: _wedding(d).update(recap="on {date:%B}"),
+        r"facts.json: wedding: recap: 'on \{date:%B\}': a slot is written \{name\}",
+    ),
+    (
+        "chats.json",
+        lambda d: d["small talk"][3]["slots"].update(friend={"one of": "friends"}),
+        r"chats.json: small talk\[3\]: slots: friend: one of: 'friends' is none of",
+    ),
+    (
+        "chats.json",
+        lambda d: d["small talk"][0].update(plan="rest"),
+        r"chats.json: small talk\[0\]: has 'plan', which is none of",
+    ),
+    ("lines.json", lambda d: d.pop("greetings"), r"lines.json: has no 'greetings'"),
+    (
+        "lines.json",
+        lambda d: d.update(welcomes=["Hi {user}!"]),
+        r"lines.json: welcomes: has no line without \{user\}",
+    ),
+    ("lines.json", lambda d: d.update(news="so,"), r"lines.json: news: is not a list"),
+    ("pools.json", lambda d: d["months"].pop(), r"pools.json: months: is not a list of 12 texts"),
+    (
+        "persona.json",
+        lambda d: d["groups"]["friend"].update(size=60),
+        r"pools.json: names: has 50 names: too few for the 68 people drawn from it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "message"), BROKEN)
+def test_a_malformed_template_file_is_refused_with_the_place_named(
+    tmp_path: Path, name: str, change: Callable[[Any], object], message: str
+) -> None:
+    assert load(_copy(tmp_path))  # as it is, the copy reads
+    with pytest.raises(BadTemplates, match=f"^templates/{message}"):
+        load(_broken(tmp_path, name, change))
+
+
+def test_a_template_file_that_is_no_json_is_refused_with_the_line_named(tmp_path: Path) -> None:
+    pools = _copy(tmp_path) / "pools.json"
+    text = pools.read_text("utf-8")
+    pools.write_text(text.replace("]", "],", 1), "utf-8")  # a comma too many
+    line = text[: text.index("]")].count("\n") + 1
+    with pytest.raises(BadTemplates, match=rf"^templates/pools.json: line {line} column \d+"):
+        load(tmp_path)
