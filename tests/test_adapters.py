@@ -32,8 +32,14 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memevict import AsyncMemoryStore, MemoryStore
 from memevict.clients import async_client_from_url
-from memevict.errors import BadArgument
-from memevict.integrations._conversation import ASKED_BELOW, approx_tokens
+from memevict.errors import BadArgument, NotFound
+from memevict.integrations._conversation import (
+    ASKED_BELOW,
+    Steps,
+    approx_tokens,
+    arun_steps,
+    run_steps,
+)
 from memevict.integrations.langchain import MemevictMiddleware
 from memevict.integrations.openai_agents import MemevictSession, whole_tail
 from memevict.integrations.pydantic_ai import MemevictHistory, SyncMemevictHistory
@@ -410,3 +416,38 @@ def test_what_was_said_two_turns_ago_is_sent(server: Server) -> None:
     finally:
         history.clear_session()
         history.close()
+
+
+# ---------------------------------------------------------------------------
+# Issue 37: the sync and async conversations are one implementation, run as steps
+
+
+def _steps(store: Any, caught: type[Exception]) -> Steps[list[object]]:
+    """Store calls as the conversations' logic makes them: each answer comes back, and an
+    error where its call was yielded (NotFound: forgetting what is not there)."""
+    yield lambda: store.remember("a", 5.0, text="one")
+    memory = yield lambda: store.get("a")
+    try:
+        yield lambda: store.forget("not there")
+    except caught as error:
+        return [memory.text, type(error).__name__]
+    return [memory.text]
+
+
+def test_sync_and_async_run_the_same_steps(server: Server) -> None:
+    url = _url(server)
+    with MemoryStore.from_url(url, "steps-sync") as store:
+        sync = run_steps(_steps(store, NotFound))
+        with pytest.raises(NotFound):  # (an error the steps do not catch: the run's)
+            run_steps(_steps(store, BadArgument))
+        store.drop()
+
+    async def run() -> list[object]:
+        async with AsyncMemoryStore.from_url(url, "steps-async") as store:
+            answer = await arun_steps(_steps(store, NotFound))
+            with pytest.raises(NotFound):
+                await arun_steps(_steps(store, BadArgument))
+            await store.drop()
+            return answer
+
+    assert sync == asyncio.run(run()) == ["one", "NotFound"]

@@ -9,24 +9,26 @@ keeps the hot tier within the token budget; the evicted stay in the cold tier, r
 The prompt is :meth:`Conversation.window`: the window (highest-ranked whole groups that fit,
 in time order), with the current turn (``tail``) always in it.
 
-Sync and async share everything but the store calls.
+Sync and async share everything but the store calls: the logic is written once, as
+generators of store calls (:data:`Steps`) that :func:`run_steps` calls and
+:func:`arun_steps` awaits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from functools import partial
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
 from memevict.errors import BadArgument, BadNamespace, NamespaceLost
-from memevict.importance import Labeler, Message, rules
+from memevict.importance import Labeler, Message
 from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
-from memevict.registry import AsyncClient, SyncClient
 from memevict.results import Context, Memory
 from memevict.store import MemoryStore
 
@@ -58,6 +60,11 @@ def approx_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
+def sha256_of(text: str) -> str:
+    """The hex SHA-256 of ``text`` in UTF-8 (a lone surrogate as it is)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def namespace_for(framework: str, session_id: str) -> str:
     """The namespace of a session: ``<framework>:<session_id>``, or
     ``<framework>:sha256:<hex of the id>`` when that is not a namespace memevict takes
@@ -67,8 +74,7 @@ def namespace_for(framework: str, session_id: str) -> str:
     try:
         return check_namespace(f"{framework}:{session_id}")
     except BadNamespace:
-        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-        return f"{framework}:sha256:{digest}"
+        return f"{framework}:sha256:{sha256_of(session_id)}"
 
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
@@ -94,43 +100,22 @@ def check_one_of(what: str, url: str | None, client: object, store: object) -> N
         raise BadArgument(f"give {what} one of url, client or store, got {given or 'none'}")
 
 
-def open_store(
-    what: str,
-    namespace: str,
-    policy: Policy,
-    *,
-    url: str | None,
-    client: SyncClient | None,
-    store: MemoryStore | None,
-) -> MemoryStore:
-    """An adapter's store: ``store`` as it is, or one on ``client`` or on a client of its
-    own of ``url``, with ``policy`` if the namespace is new (the adapter then applies the
-    fields it was given: see :meth:`Conversation.settle`)."""
-    check_one_of(what, url, client, store)
-    if store is not None:
-        return store
-    if client is not None:
-        return MemoryStore(client, namespace, policy, adopt_policy=True)
-    return MemoryStore.from_url(str(url), namespace, policy, adopt_policy=True)
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What an adapter makes its conversations with, from its constructor's arguments:
+    the prompt's budget ``max_tokens`` and the other Policy fields (``policy``), applied
+    to the namespace if its stored policy differs; the ``labeler``, the ``count_tokens``
+    of the text the model reads, and ``pin_at`` (see :class:`Conversation`)."""
 
+    max_tokens: int
+    policy: Mapping[str, float | int | str]
+    labeler: Labeler
+    count_tokens: TokenCounter
+    pin_at: float
 
-def open_async_store(
-    what: str,
-    namespace: str,
-    policy: Policy,
-    *,
-    url: str | None,
-    client: AsyncClient | None,
-    store: AsyncMemoryStore | None,
-) -> AsyncMemoryStore:
-    """:func:`open_store` for an :class:`~memevict.aio.AsyncMemoryStore` (opened on its
-    first call)."""
-    check_one_of(what, url, client, store)
-    if store is not None:
-        return store
-    if client is not None:
-        return AsyncMemoryStore(client, namespace, policy, adopt_policy=True)
-    return AsyncMemoryStore.from_url(str(url), namespace, policy, adopt_policy=True)
+    def namespace_policy(self) -> Policy:
+        """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
+        return conversation_policy(self.max_tokens, **self.policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,13 +133,23 @@ def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
         yield items[start : start + MAX_BATCH]
 
 
+def with_groups(entries: Sequence[Entry], chosen: Container[int]) -> list[Entry]:
+    """The entries at the indexes ``chosen``, with the other members of their groups
+    among ``entries``, in order."""
+    groups = {e.group for i, e in enumerate(entries) if i in chosen} - {None}
+    return [e for i, e in enumerate(entries) if i in chosen or e.group in groups]
+
+
+def without(entries: Sequence[Entry], others: Iterable[Entry]) -> list[Entry]:
+    """``entries`` less those whose id is one of ``others``'."""
+    ids = {e.id for e in others}
+    return [e for e in entries if e.id not in ids]
+
+
 def recent_of(entries: Sequence[Entry], n: int) -> list[Entry]:
     """The last ``n`` of ``entries`` (the messages before the current turn, oldest first),
     with the other members of their groups among ``entries``: what was just said."""
-    last = entries[max(0, len(entries) - n) :] if n > 0 else []
-    groups = {e.group for e in last if e.group is not None}
-    first = len(entries) - len(last)
-    return [e for i, e in enumerate(entries) if i >= first or (e.group in groups)]
+    return with_groups(entries, range(max(0, len(entries) - n), len(entries)))
 
 
 def _units(entries: Sequence[Entry]) -> list[list[Entry]]:
@@ -203,34 +198,101 @@ class _Known:
 
 StoreT = TypeVar("StoreT", MemoryStore, AsyncMemoryStore)
 T = TypeVar("T")
+B = TypeVar("B", bound="BaseConversation[Any]")
+
+# One store call of the logic sync and async share: :func:`run_steps` calls it for its
+# answer, :func:`arun_steps` awaits what it returns. The logic is a generator of them
+# (Steps) that gets each answer back, or the error raised, where it yielded the call.
+Step = Callable[[], Any]
+Steps = Generator[Step, Any, T]
 
 
-class _Base(Generic[StoreT]):
-    def __init__(
-        self,
-        store: StoreT,
-        *,
-        max_tokens: int,
-        policy: Mapping[str, float | int | str] | None = None,
-        labeler: Labeler = rules,
-        count_tokens: TokenCounter = approx_tokens,
-        pin_at: float = PIN_AT,
-    ) -> None:
+@dataclass(slots=True)
+class _Outcome:
+    """A step's answer or error; once the steps are done, their result (``answer``)."""
+
+    answer: Any = None
+    error: BaseException | None = None
+
+    def resume(self, steps: Steps[Any]) -> Step | None:
+        """The next step of ``steps``, this outcome sent (or raised) into them; None once
+        they are done."""
+        try:
+            return steps.send(self.answer) if self.error is None else steps.throw(self.error)
+        except StopIteration as done:
+            self.answer, self.error = done.value, None
+            return None
+
+
+def _called(step: Step) -> _Outcome:
+    try:
+        return _Outcome(step())
+    except BaseException as error:
+        return _Outcome(error=error)
+
+
+async def _awaited(step: Step) -> _Outcome:
+    try:
+        return _Outcome(await step())
+    except BaseException as error:
+        return _Outcome(error=error)
+
+
+def run_steps(steps: Steps[T]) -> T:
+    """The result of ``steps`` on a :class:`~memevict.MemoryStore` (each step called)."""
+    outcome = _Outcome()
+    while (step := outcome.resume(steps)) is not None:
+        outcome = _called(step)
+    return cast(T, outcome.answer)
+
+
+async def arun_steps(steps: Steps[T]) -> T:
+    """The result of ``steps`` on an :class:`~memevict.aio.AsyncMemoryStore` (each step
+    awaited)."""
+    outcome = _Outcome()
+    while (step := outcome.resume(steps)) is not None:
+        outcome = await _awaited(step)
+    return cast(T, outcome.answer)
+
+
+def _call(step: Step) -> Steps[Any]:
+    """The steps of one store call: its answer."""
+    return (yield step)
+
+
+class BaseConversation(Generic[StoreT]):
+    """What :class:`Conversation` and :class:`AsyncConversation` share: all of it, the
+    store calls as :data:`Steps`."""
+
+    def __init__(self, store: StoreT, settings: Settings) -> None:
         self.store: StoreT = store
-        self.max_tokens = max_tokens
-        self.labeler, self.count_tokens, self.pin_at = labeler, count_tokens, pin_at
+        self.settings = settings
+        self.max_tokens = settings.max_tokens
+        self.labeler, self.count_tokens = settings.labeler, settings.count_tokens
+        self.pin_at = settings.pin_at
         # The policy given in code: applied to the namespace (settle) if it differs.
-        self._wanted: dict[str, float | int | str] = {"max_tokens": max_tokens, **(policy or {})}
-        conversation_policy(max_tokens, **(policy or {}))  # (BadPolicy here, not later)
+        self._wanted: dict[str, float | int | str] = {
+            "max_tokens": settings.max_tokens,
+            **settings.policy,
+        }
+        settings.namespace_policy()  # (BadPolicy here, not later)
         self._settled = False
         self._known = _Known()
         self._epoch: int | None = None  # of the namespace, as the last window saw it
         self._asked: Item | None = None  # the latest user message, as last remembered
 
+    def fresh(self: B) -> B:
+        """A new conversation on the same store with the same settings, knowing nothing."""
+        return type(self)(self.store, self.settings)
+
     @property
     def known(self) -> Container[str]:
         """Ids this conversation has stored or found stored (the newest 10,000)."""
         return self._known
+
+    def _importances(self, messages: list[Message]) -> Any:
+        """The labeler's importances of ``messages`` (awaitable in an async conversation)."""
+        raise NotImplementedError
 
     def _changes(self, stored: Policy) -> dict[str, Any]:
         """The fields given in code that the namespace's stored policy does not have."""
@@ -298,9 +360,8 @@ class _Base(Generic[StoreT]):
         ``recent`` entries that fit, newest first, a group whole or not at all; and what
         is left of max_tokens for the window (0 or less: no room; None: no budget)."""
         left = None if self.max_tokens == 0 else self.max_tokens - self._cost(tail)
-        mine = {e.id for e in tail}
         kept: list[Entry] = []
-        for unit in reversed(_units([e for e in recent if e.id not in mine])):
+        for unit in reversed(_units(without(recent, tail))):
             cost = self._cost(unit)
             if left is not None and cost > left:
                 break
@@ -334,8 +395,128 @@ class _Base(Generic[StoreT]):
             self._known.clear()
         return lost
 
+    # --- the logic, as steps (see Conversation for what each does) ------------------
 
-class Conversation(_Base[MemoryStore]):
+    def _settle_steps(self) -> Steps[None]:
+        if not self._settled:
+            store = yield lambda: self.store  # (an async store: opened by the await)
+            changes = self._changes(store.policy)
+            if changes:
+                yield lambda: self.store.set_policy(**changes)
+            self._settled = True
+
+    def _add_steps(self, entries: Sequence[Entry], only_new: bool) -> Steps[None]:
+        yield from self._settle_steps()
+        asked = self._asked
+
+        def attempt() -> Steps[None]:
+            self._asked = asked
+            yield from self._remember_steps(entries, only_new)
+
+        yield from self._again(attempt)
+
+    def get_steps(self, id: str) -> Steps[Memory | None]:
+        """The steps of :meth:`Conversation.get`."""
+        memory: Memory | None = yield from self._again(lambda: _call(partial(self.store.get, id)))
+        return memory
+
+    def _again(self, send: Callable[[], Steps[T]]) -> Steps[T]:
+        """``send()``, and once more after starting again a namespace lost under the
+        store (NamespaceLost: nothing was written)."""
+        try:
+            return (yield from send())
+        except NamespaceLost:
+            self._recreating()
+            yield self.store.recreate
+            return (yield from send())
+
+    def _remember_steps(self, entries: Sequence[Entry], only_new: bool) -> Steps[None]:
+        if only_new:
+            entries = self._unseen(entries)
+            stored = set()
+            for e in entries:
+                if (yield partial(self.store.get, e.id)):
+                    stored.add(e.id)
+            entries = self._new(entries, stored)
+        importances = yield partial(self._importances, [e.message for e in entries])
+        for batch in _batches(self._items(entries, importances)):
+            yield partial(self.store.remember_many, batch)
+        self._known.add(e.id for e in entries)
+
+    def _context_steps(
+        self, budget: int | None, first: Sequence[Entry]
+    ) -> Steps[tuple[Context, bool]]:
+        """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
+        tier, and whether the namespace was lost since the last."""
+        skip = _skip(first)
+        window: Context = yield from self._again(
+            lambda: _call(partial(self.store.context, budget, skip=skip))
+        )
+        lost = self._lost(window)
+        if lost:
+            self._settled = False
+        return window, lost
+
+    def _window_steps(
+        self, tail: Sequence[Entry], recent: Sequence[Entry]
+    ) -> Steps[list[tuple[str, str]]]:
+        yield from self._settle_steps()
+        first, budget = self._first(tail, recent)
+        if budget is not None and budget <= 0:
+            return _compose(None, first)
+        return _compose((yield from self._context_steps(budget, first))[0], first)
+
+    def turn_steps(
+        self,
+        history: Sequence[Entry],
+        tail: Sequence[Entry],
+        recent: Sequence[Entry],
+        again: Callable[[], Sequence[Entry]] | None,
+    ) -> Steps[list[tuple[str, str]]]:
+        """The steps of :meth:`Conversation.turn`."""
+        yield from self._add_steps(history, only_new=True)
+        first, budget = self._first(tail, recent)
+        window = None
+        if budget is None or budget > 0:
+            window, lost = yield from self._context_steps(budget, first)
+            if lost:  # store what the framework still holds, then read again
+                yield from self._add_steps(history if again is None else again(), True)
+                window, _ = yield from self._context_steps(budget, first)
+        yield from self._add_steps(self._unseen(tail), False)  # (new but for a retry: no lookup)
+        return _compose(window, first)
+
+
+ConversationT = TypeVar("ConversationT", "Conversation", "AsyncConversation")
+
+
+def open_conversation(
+    kind: type[ConversationT],
+    what: str,
+    namespace: str,
+    settings: Settings,
+    *,
+    url: str | None,
+    client: Any,
+    store: Any,
+) -> ConversationT:
+    """An adapter's conversation: on ``store`` as it is, or on a store of ``namespace`` on
+    ``client`` or on a client of its own of ``url``, with the settings' policy if the
+    namespace is new (the conversation then applies the fields it was given:
+    :meth:`Conversation.settle`). ``what`` (the adapter) is named in the BadArgument
+    unless exactly one of url, client and store is given; their types are the adapter's
+    (a sync client or store for a :class:`Conversation`)."""
+    policy = settings.namespace_policy()
+    check_one_of(what, url, client, store)
+    if store is None:
+        opened = kind.store_kind
+        if client is not None:
+            store = opened(client, namespace, policy, adopt_policy=True)
+        else:
+            store = opened.from_url(str(url), namespace, policy, adopt_policy=True)
+    return kind(store, settings)
+
+
+class Conversation(BaseConversation[MemoryStore]):
     """One conversation in one namespace, for a :class:`~memevict.MemoryStore`.
 
     ``max_tokens`` is the prompt's budget (0: none); it and the Policy fields in
@@ -344,62 +525,26 @@ class Conversation(_Base[MemoryStore]):
     at ``pin_at`` or above (an instruction, by the rules) is whitelisted, so it stays in
     the prompt however old (up to the policy's whitelist_cap). ``count_tokens`` gives its
     cost, of the text the model reads (``Entry.message.text``, not the stored JSON, whose
-    field names and metadata the model never sees; :func:`approx_tokens` by default)."""
+    field names and metadata the model never sees; :func:`approx_tokens` by default).
+    All of these come in :class:`Settings`."""
+
+    store_kind: ClassVar[type[MemoryStore]] = MemoryStore
 
     def settle(self) -> None:
         """Applies the policy given in code to the namespace, in one atomic call, where
         the policy the store found differs (once; again after the namespace was lost)."""
-        if not self._settled:
-            changes = self._changes(self.store.policy)
-            if changes:
-                self.store.set_policy(**changes)
-            self._settled = True
+        run_steps(self._settle_steps())
 
     def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
         """Remembers ``entries`` in order; with ``only_new``, those not stored yet. If
         the namespace was lost under the store, it is started again and they are all
         remembered (the next window finds a new epoch: :meth:`turn`)."""
-        self.settle()
-        asked = self._asked
-
-        def attempt() -> None:
-            self._asked = asked
-            self._add(entries, only_new)
-
-        self._again(attempt)
+        run_steps(self._add_steps(entries, only_new))
 
     def get(self, id: str) -> Memory | None:
         """The memory ``id`` as stored, or None (also when the namespace was lost under
         the store, which then starts it again)."""
-        return self._again(lambda: self.store.get(id))
-
-    def _again(self, send: Callable[[], T]) -> T:
-        """``send()``, and once more after starting again a namespace lost under the
-        store (NamespaceLost: nothing was written)."""
-        try:
-            return send()
-        except NamespaceLost:
-            self._recreating()
-            self.store.recreate()
-            return send()
-
-    def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
-        if only_new:
-            entries = self._unseen(entries)
-            entries = self._new(entries, {e.id for e in entries if self.store.get(e.id)})
-        items = self._items(entries, importances_of(self.labeler, [e.message for e in entries]))
-        for batch in _batches(items):
-            self.store.remember_many(batch)
-        self._known.add(e.id for e in entries)
-
-    def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
-        """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
-        tier, and whether the namespace was lost since the last."""
-        window = self._again(lambda: self.store.context(budget, skip=_skip(first)))
-        lost = self._lost(window)
-        if lost:
-            self._settled = False
-        return window, lost
+        return run_steps(self.get_steps(id))
 
     def window(
         self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
@@ -407,11 +552,7 @@ class Conversation(_Base[MemoryStore]):
         """The prompt's items as (id, stored text), in time order: the window of the hot
         tier within what ``tail`` (the current turn, always sent) and the ``recent``
         entries that fit (what was just said, newest first) leave of max_tokens."""
-        self.settle()
-        first, budget = self._first(tail, recent)
-        if budget is not None and budget <= 0:
-            return _compose(None, first)
-        return _compose(self._window(budget, first)[0], first)
+        return run_steps(self._window_steps(tail, recent))
 
     def turn(
         self,
@@ -428,81 +569,35 @@ class Conversation(_Base[MemoryStore]):
         namespace turns out to have been lost, the whole history (``again()``, if
         ``history`` holds only what was new) is remembered again and the window read
         again: nothing the framework still holds is lost for good."""
-        self.add(history, only_new=True)
-        first, budget = self._first(tail, recent)
-        window = None
-        if budget is None or budget > 0:
-            window, lost = self._window(budget, first)
-            if lost:  # store what the framework still holds, then read again
-                self.add(history if again is None else again(), only_new=True)
-                window, _ = self._window(budget, first)
-        self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
-        return _compose(window, first)
+        return run_steps(self.turn_steps(history, tail, recent, again))
+
+    def _importances(self, messages: list[Message]) -> list[float]:
+        return importances_of(self.labeler, messages)
 
 
-class AsyncConversation(_Base[AsyncMemoryStore]):
+class AsyncConversation(BaseConversation[AsyncMemoryStore]):
     """:class:`Conversation` for an :class:`~memevict.aio.AsyncMemoryStore`; the labeler
     may be async."""
 
+    store_kind: ClassVar[type[AsyncMemoryStore]] = AsyncMemoryStore
+
     async def settle(self) -> None:
         """See :meth:`Conversation.settle`."""
-        if not self._settled:
-            changes = self._changes((await self.store).policy)
-            if changes:
-                await self.store.set_policy(**changes)
-            self._settled = True
+        await arun_steps(self._settle_steps())
 
     async def add(self, entries: Sequence[Entry], *, only_new: bool = False) -> None:
         """See :meth:`Conversation.add`."""
-        await self.settle()
-        asked = self._asked
-
-        async def attempt() -> None:
-            self._asked = asked
-            await self._add(entries, only_new)
-
-        await self._again(attempt)
+        await arun_steps(self._add_steps(entries, only_new))
 
     async def get(self, id: str) -> Memory | None:
         """See :meth:`Conversation.get`."""
-        return await self._again(lambda: self.store.get(id))
-
-    async def _again(self, send: Callable[[], Awaitable[T]]) -> T:
-        """See :meth:`Conversation._again`."""
-        try:
-            return await send()
-        except NamespaceLost:
-            self._recreating()
-            await self.store.recreate()
-            return await send()
-
-    async def _add(self, entries: Sequence[Entry], only_new: bool) -> None:
-        if only_new:
-            entries = self._unseen(entries)
-            entries = self._new(entries, {e.id for e in entries if await self.store.get(e.id)})
-        importances = await aimportances_of(self.labeler, [e.message for e in entries])
-        items = self._items(entries, importances)
-        for batch in _batches(items):
-            await self.store.remember_many(batch)
-        self._known.add(e.id for e in entries)
-
-    async def _window(self, budget: int | None, first: Sequence[Entry]) -> tuple[Context, bool]:
-        """See :meth:`Conversation._window`."""
-        window = await self._again(lambda: self.store.context(budget, skip=_skip(first)))
-        lost = self._lost(window)
-        if lost:
-            self._settled = False
-        return window, lost
+        return await arun_steps(self.get_steps(id))
 
     async def window(
         self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
     ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.window`."""
-        await self.settle()
-        first, budget = self._first(tail, recent)
-        if budget is not None and budget <= 0:
-            return _compose(None, first)
-        return _compose((await self._window(budget, first))[0], first)
+        return await arun_steps(self._window_steps(tail, recent))
 
     async def turn(
         self,
@@ -513,13 +608,7 @@ class AsyncConversation(_Base[AsyncMemoryStore]):
         again: Callable[[], Sequence[Entry]] | None = None,
     ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.turn`."""
-        await self.add(history, only_new=True)
-        first, budget = self._first(tail, recent)
-        window = None
-        if budget is None or budget > 0:
-            window, lost = await self._window(budget, first)
-            if lost:  # store what the framework still holds, then read again
-                await self.add(history if again is None else again(), only_new=True)
-                window, _ = await self._window(budget, first)
-        await self.add(self._unseen(tail))  # (new but for a retried call: no lookup)
-        return _compose(window, first)
+        return await arun_steps(self.turn_steps(history, tail, recent, again))
+
+    async def _importances(self, messages: list[Message]) -> list[float]:
+        return await aimportances_of(self.labeler, messages)

@@ -49,7 +49,6 @@ other half is not sent. The evicted stay in the cold tier, recallable.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -90,14 +89,21 @@ from memevict.integrations._conversation import (
     RECENT,
     AsyncConversation,
     Conversation,
+    ConversationT,
     Entry,
+    Settings,
+    Steps,
     StoreT,
     TokenCounter,
     approx_tokens,
+    arun_steps,
     check_one_of,
     conversation_policy,
     namespace_for,
     recent_of,
+    run_steps,
+    sha256_of,
+    without,
 )
 from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
@@ -105,12 +111,7 @@ from memevict.store import MemoryStore
 DEFAULT_NAMESPACE = "langchain:default"
 _CONVERSATIONS = 1024  # namespaces whose Conversation a middleware keeps open
 
-C = TypeVar("C", Conversation, AsyncConversation)
 M = TypeVar("M", bound=BaseMessage)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _fits(value: str, max_bytes: int) -> bool:
@@ -133,7 +134,7 @@ def id_of(message: BaseMessage, text: str | None = None) -> str:
     when it has none (or one memevict cannot take)."""
     if isinstance(message.id, str) and _fits(message.id, MAX_ID_BYTES):
         return message.id
-    return "sha256:" + _sha256(text_of(message) if text is None else text)
+    return "sha256:" + sha256_of(text_of(message) if text is None else text)
 
 
 def _calls(message: AIMessage) -> list[str]:
@@ -169,7 +170,7 @@ def message_of(message: BaseMessage) -> Message:
 def group_of(ai_id: str) -> str:
     """The group of an AI message with tool calls and of its ``ToolMessage``s."""
     group = f"ai:{ai_id}"
-    return group if _fits(group, MAX_GROUP_BYTES) else "ai:sha256:" + _sha256(ai_id)
+    return group if _fits(group, MAX_GROUP_BYTES) else "ai:sha256:" + sha256_of(ai_id)
 
 
 def entries_of(
@@ -249,11 +250,6 @@ def thread_id_of(request: ModelRequest[ContextT]) -> str | None:
     return None if thread is None else str(thread)
 
 
-def _history(entries: Sequence[Entry], tail: Sequence[Entry]) -> list[Entry]:
-    mine = {e.id for e in tail}
-    return [e for e in entries if e.id not in mine]
-
-
 def _sent(
     window: Sequence[tuple[str, str]], tail: Sequence[Entry], by_id: dict[str, AnyMessage]
 ) -> list[AnyMessage]:
@@ -262,20 +258,20 @@ def _sent(
     return whole_pairs(sent, [by_id[e.id] for e in tail])
 
 
-class _Cache(Generic[C]):
+class _Cache(Generic[ConversationT]):
     """The open conversations of a middleware, by namespace, the least recently used
     dropped past ``_CONVERSATIONS`` (its store reopens on the next call)."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[str, C] = OrderedDict()
+        self._items: OrderedDict[str, ConversationT] = OrderedDict()
 
-    def get(self, namespace: str) -> C | None:
+    def get(self, namespace: str) -> ConversationT | None:
         found = self._items.get(namespace)
         if found is not None:
             self._items.move_to_end(namespace)
         return found
 
-    def put(self, namespace: str, conversation: C) -> C:
+    def put(self, namespace: str, conversation: ConversationT) -> ConversationT:
         self._items[namespace] = conversation
         while len(self._items) > _CONVERSATIONS:
             self._items.popitem(last=False)
@@ -379,14 +375,10 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
 
     def _conversation(self, store: StoreT) -> Any:
         kind = Conversation if isinstance(store, MemoryStore) else AsyncConversation
-        return kind(
-            store,
-            max_tokens=self.max_tokens,
-            policy=self.policy_fields,
-            labeler=self.labeler,
-            count_tokens=self.count_tokens,
-            pin_at=self.pin_at,
+        settings = Settings(
+            self.max_tokens, self.policy_fields, self.labeler, self.count_tokens, self.pin_at
         )
+        return kind(store, settings)
 
     def conversation(self, namespace: str) -> Conversation:
         """The conversation of ``namespace`` (its store opened on first use)."""
@@ -476,15 +468,7 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         if not request.messages:
             return handler(request)
         conversation = self.conversation(self.namespace_of(request))
-        entries, by_id = entries_of(request.messages, conversation.known, self.recent + 1)
-        tail = current_turn(entries)
-        window = conversation.turn(
-            _history(entries, tail),
-            tail,
-            recent=recent_of(_history(entries, tail), self.recent),
-            again=lambda: _history(entries_of(request.messages)[0], tail),
-        )
-        messages = _sent(window, tail, by_id)
+        messages = run_steps(self._turn_steps(request, conversation))
         return handler(request.override(messages=messages))
 
     async def awrap_model_call(
@@ -496,13 +480,20 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         if not request.messages:
             return await handler(request)
         conversation = await self.aconversation(self.namespace_of(request))
+        messages = await arun_steps(self._turn_steps(request, conversation))
+        return await handler(request.override(messages=messages))
+
+    def _turn_steps(
+        self, request: ModelRequest[ContextT], conversation: Conversation | AsyncConversation
+    ) -> Steps[list[AnyMessage]]:
+        """The messages to send the model: the current turn and the window of the rest."""
         entries, by_id = entries_of(request.messages, conversation.known, self.recent + 1)
         tail = current_turn(entries)
-        window = await conversation.turn(
-            _history(entries, tail),
-            tail,
-            recent=recent_of(_history(entries, tail), self.recent),
-            again=lambda: _history(entries_of(request.messages)[0], tail),
-        )
-        messages = _sent(window, tail, by_id)
-        return await handler(request.override(messages=messages))
+        history = without(entries, tail)
+
+        def again() -> list[Entry]:  # the whole history (when the namespace was lost)
+            return without(entries_of(request.messages)[0], tail)
+
+        recent = recent_of(history, self.recent)
+        window = yield from conversation.turn_steps(history, tail, recent, again)
+        return _sent(window, tail, by_id)

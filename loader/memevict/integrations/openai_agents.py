@@ -36,11 +36,11 @@ from memevict.integrations._conversation import (
     RECENT,
     AsyncConversation,
     Entry,
+    Settings,
     TokenCounter,
     approx_tokens,
-    conversation_policy,
     namespace_for,
-    open_async_store,
+    open_conversation,
     recent_of,
 )
 from memevict.registry import AsyncClient
@@ -187,25 +187,18 @@ class MemevictSession:
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
-        namespace = namespace or namespace_for("openai", session_id)
-        self.store = open_async_store(
+        self.conversation = open_conversation(
+            AsyncConversation,
             "MemevictSession",
-            namespace,
-            conversation_policy(max_tokens, **policy),
+            namespace or namespace_for("openai", session_id),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
             url=url,
             client=client,
             store=store,
         )
+        self.store = self.conversation.store
         self.session_id = session_id
         self.session_settings = session_settings
-        self.conversation = AsyncConversation(
-            self.store,
-            max_tokens=max_tokens,
-            policy=policy,
-            labeler=labeler,
-            count_tokens=count_tokens,
-            pin_at=pin_at,
-        )
         self._open_group: str | None = None
         self.recent = recent
         self._added: list[Entry] = []  # the newest entries this session added (their groups)

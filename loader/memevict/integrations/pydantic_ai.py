@@ -87,16 +87,21 @@ from memevict.integrations._conversation import (
     PIN_AT,
     RECENT,
     AsyncConversation,
+    BaseConversation,
     Conversation,
     Entry,
+    Settings,
+    Steps,
     StoreT,
     TokenCounter,
     approx_tokens,
-    conversation_policy,
+    arun_steps,
     namespace_for,
-    open_async_store,
-    open_store,
+    open_conversation,
     recent_of,
+    run_steps,
+    with_groups,
+    without,
 )
 from memevict.registry import AsyncClient, SyncClient
 from memevict.store import MemoryStore
@@ -303,10 +308,8 @@ def _turn(messages: Sequence[ModelMessage]) -> _Turn:
         keep.update(prompts[-1:])
         if _has_system_prompt(messages[0]):
             keep.add(0)
-        kept_groups = {groups[i] for i in keep} - {None}
-        keep.update(i for i, g in enumerate(groups) if g in kept_groups)
     given = dict(zip(ids, messages, strict=True))
-    return _Turn(entries, [entries[i] for i in sorted(keep)], given)
+    return _Turn(entries, with_groups(entries, keep), given)
 
 
 class _Order:
@@ -369,33 +372,14 @@ class _Requests:
 
 class _Base(Generic[StoreT]):
     def __init__(
-        self,
-        store: StoreT,
-        session_id: str,
-        max_tokens: int,
-        labeler: Labeler,
-        count_tokens: TokenCounter,
-        pin_at: float,
-        recent: int,
-        policy: dict[str, float | int | str],
+        self, conversation: BaseConversation[StoreT], session_id: str, recent: int
     ) -> None:
         self.session_id = session_id
         self.recent = recent
-        self.store: StoreT = store
-        self.namespace = store.namespace
-        # What the conversation is made of (again by clear_session).
-        self._settings: dict[str, Any] = {
-            "max_tokens": max_tokens,
-            "policy": policy,
-            "labeler": labeler,
-            "count_tokens": count_tokens,
-            "pin_at": pin_at,
-        }
+        self.conversation: BaseConversation[StoreT] = conversation
+        self.store: StoreT = conversation.store
+        self.namespace = self.store.namespace
         self._order, self._requests = _Order(), _Requests()
-
-    def _recent(self, turn: _Turn) -> list[Entry]:
-        always = {e.id for e in turn.always}
-        return recent_of([e for e in turn.entries if e.id not in always], self.recent)
 
     def _turn(self, messages: Sequence[ModelMessage]) -> _Turn:
         """The entries of a history whose merged requests were split (their parts looked up)."""
@@ -406,12 +390,25 @@ class _Base(Generic[StoreT]):
                 self._requests.set(entry.id, entry.text)
         return turn
 
+    def _steps(self, messages: list[ModelMessage]) -> Steps[list[ModelMessage]]:
+        """The steps of ``__call__``."""
+        if not messages:
+            return messages
+        for id in self._requests.missing(messages):
+            memory = yield from self.conversation.get_steps(id)
+            self._requests.set(id, None if memory is None else memory.text)
+        turn = self._turn(messages)
+        # The new entries not always sent are remembered before the window is read, the
+        # always-sent ones after it (see Conversation.turn).
+        history = without(turn.entries, turn.always)
+        recent = recent_of(history, self.recent)
+        window = yield from self.conversation.turn_steps(history, turn.always, recent, None)
+        return self._order.output(turn, window)
 
-def _history(turn: _Turn) -> list[Entry]:
-    """The turn's new entries that are not always sent (remembered before the window is
-    read; the always-sent ones after it: see Conversation.turn)."""
-    always = {e.id for e in turn.always}
-    return [e for e in turn.entries if e.id not in always]
+    def _cleared(self) -> None:
+        """After the namespace was dropped: the conversation and what was seen, anew."""
+        self.conversation = self.conversation.fresh()
+        self._order, self._requests = _Order(), _Requests()
 
 
 class MemevictHistory(_Base[AsyncMemoryStore]):
@@ -428,6 +425,8 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     are applied to the
     namespace when its stored policy differs."""
 
+    conversation: AsyncConversation
+
     def __init__(
         self,
         session_id: str,
@@ -443,18 +442,16 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         recent: int = RECENT,
         **policy: float | int | str,
     ) -> None:
-        opened = open_async_store(
+        opened = open_conversation(
+            AsyncConversation,
             "MemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            conversation_policy(max_tokens, **policy),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
             url=url,
             client=client,
             store=store,
         )
-        super().__init__(
-            opened, session_id, max_tokens, labeler, count_tokens, pin_at, recent, policy
-        )
-        self.conversation = AsyncConversation(self.store, **self._settings)
+        super().__init__(opened, session_id, recent)
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **kwargs: Any) -> MemevictHistory:
@@ -463,22 +460,12 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """Remembers the messages not seen yet; returns the window, current turn included."""
-        if not messages:
-            return messages
-        for id in self._requests.missing(messages):
-            memory = await self.conversation.get(id)
-            self._requests.set(id, None if memory is None else memory.text)
-        turn = self._turn(messages)
-        window = await self.conversation.turn(
-            _history(turn), turn.always, recent=self._recent(turn)
-        )
-        return self._order.output(turn, window)
+        return await arun_steps(self._steps(messages))
 
     async def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         await self.store.drop()
-        self.conversation = AsyncConversation(self.store, **self._settings)
-        self._order, self._requests = _Order(), _Requests()
+        self._cleared()
 
     async def aclose(self) -> None:
         """Closes the client if the processor made it (from ``url``)."""
@@ -488,6 +475,8 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
 class SyncMemevictHistory(_Base[MemoryStore]):
     """:class:`MemevictHistory` on a :class:`~memevict.MemoryStore` (a sync processor);
     the same arguments, with a ``redis.Redis`` client or a :class:`~memevict.MemoryStore`."""
+
+    conversation: Conversation
 
     def __init__(
         self,
@@ -504,18 +493,16 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         recent: int = RECENT,
         **policy: float | int | str,
     ) -> None:
-        opened = open_store(
+        opened = open_conversation(
+            Conversation,
             "SyncMemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            conversation_policy(max_tokens, **policy),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
             url=url,
             client=client,
             store=store,
         )
-        super().__init__(
-            opened, session_id, max_tokens, labeler, count_tokens, pin_at, recent, policy
-        )
-        self.conversation = Conversation(self.store, **self._settings)
+        super().__init__(opened, session_id, recent)
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **kwargs: Any) -> SyncMemevictHistory:
@@ -524,20 +511,12 @@ class SyncMemevictHistory(_Base[MemoryStore]):
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """See :meth:`MemevictHistory.__call__`."""
-        if not messages:
-            return messages
-        for id in self._requests.missing(messages):
-            memory = self.conversation.get(id)
-            self._requests.set(id, None if memory is None else memory.text)
-        turn = self._turn(messages)
-        window = self.conversation.turn(_history(turn), turn.always, recent=self._recent(turn))
-        return self._order.output(turn, window)
+        return run_steps(self._steps(messages))
 
     def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         self.store.drop()
-        self.conversation = Conversation(self.store, **self._settings)
-        self._order, self._requests = _Order(), _Requests()
+        self._cleared()
 
     def close(self) -> None:
         """Closes the client if the processor made it (from ``url``)."""
