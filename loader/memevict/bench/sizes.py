@@ -26,12 +26,7 @@ from dataclasses import dataclass
 import redis
 
 from memevict.bench.peers import fill_seed, fill_store, importance
-from memevict.bench.server import (
-    BenchKeys,
-    command_stats,
-    reset_stats,
-    usec_per_op,
-)
+from memevict.bench.server import BenchKeys, measured, usec_per_op
 from memevict.bench.timing import Sample, Samples, rotated, time_calls
 from memevict.policy import Policy
 from memevict.seed import SeedPeer
@@ -94,17 +89,17 @@ class _Phases:
         self.next_id += self.ops
         return first
 
+    def _run(self, peer: str, op: str, call: Callable[[int], object], calls: int) -> None:
+        first = self._ids()
+        latencies, stats = measured(self.client, lambda: time_calls(call, calls, first))
+        server = usec_per_op(stats, calls)
+        self.samples.add(f"{peer}/{op}/{self.size}", latencies, server_us=server)
+
     def _memevict(self, op: str, call: Callable[[int], object]) -> None:
-        reset_stats(self.client)
-        latencies = time_calls(call, self.ops, self._ids())
-        server = usec_per_op(command_stats(self.client), self.ops)
-        self.samples.add(f"memevict/{op}/{self.size}", latencies, server_us=server)
+        self._run("memevict", op, call, self.ops)
 
     def _seed(self, op: str, call: Callable[[int], object], calls: int) -> None:
-        reset_stats(self.client)
-        latencies = time_calls(call, calls, self._ids())
-        server = usec_per_op(command_stats(self.client), calls)
-        self.samples.add(f"seed/{op}/{self.size}", latencies, server_us=server)
+        self._run("seed", op, call, calls)
 
     def memevict_decay(self) -> None:
         self._memevict("decay", lambda _: self.store.decay(DECAY_RATE))

@@ -122,10 +122,16 @@ class Samples:
         return {name: self.sample(name) for name in self._rounds}
 
 
+def paired(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median over rounds of a[i] / b[i]: a ratio of two peers measured in the same
+    rounds, each round's pair seconds apart."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
 def _paired(a: Sequence[float], b: Sequence[float]) -> float:
-    """Median of a[i] / b[i] when both ran in the same rounds, else ratio of medians."""
+    """paired(a, b) when both ran in the same rounds, else the ratio of medians."""
     if len(a) == len(b):
-        return statistics.median(x / y for x, y in zip(a, b, strict=True))
+        return paired(a, b)
     return statistics.median(a) / statistics.median(b)
 
 
