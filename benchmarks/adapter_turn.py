@@ -490,6 +490,8 @@ def one_side(url: str, side: str, round_no: int, turns: int, warm: int) -> dict[
 
 
 # --- the parent: rounds, the table --------------------------------------------------------
+# (Only the parent imports benchmarks/_harness.py, inside its functions: a child process
+# imports its side's memevict, which may be older than the harness.)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -497,7 +499,10 @@ def _median(xs: Sequence[float]) -> float:
 
 
 def _paired(a: Sequence[float], b: Sequence[float]) -> float:
-    return _median([y / x for x, y in zip(a, b, strict=True)])
+    """b / a paired by round."""
+    from _harness import paired
+
+    return paired(b, a)
 
 
 def _trips(median: float, mean: float) -> str:
@@ -599,64 +604,65 @@ def _dirty() -> bool:
 
 
 def run_rounds(
-    opts: argparse.Namespace,
-    loaders: dict[str, Path],
-    results: dict[str, list[dict[str, Any]]],
-    load: list[float],
-) -> tuple[str, float]:
-    """The rounds, a child process per side (the order alternating): appends each side's
-    results, and the load average after each round. The server's version and the seconds."""
-    from ab import connected, server_version  # benchmarks/ab.py
+    opts: argparse.Namespace, url: str, loaders: dict[str, Path], load: list[float]
+) -> dict[str, list[dict[str, Any]]]:
+    """The rounds, a child process per side (the order alternating): each side's results
+    by round; the load average after each child, appended to ``load``."""
+    from _harness import interleave
 
-    with connected(opts.url) as client:
-        url = opts.url or "redis://{host}:{port}".format(**client.get_connection_kwargs())
-        version = server_version(client)
-        started = time.monotonic()
-        for r in range(opts.rounds):
-            for side in SIDES if r % 2 == 0 else SIDES[::-1]:
-                env = dict(os.environ, PYTHONPATH=str(loaders[side]))
-                args = ["--side", side, "--round", str(r), "--turns", str(opts.turns)]
-                child = subprocess.run(
-                    [sys.executable, __file__, url, *args, "--warm", str(opts.warm)],
-                    env=env,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                )
-                got = json.loads(child.stdout)
-                where = Path(got["memevict"]).resolve()
-                assert where.is_relative_to(loaders[side].resolve()), (side, where)
-                results[side].append(got)
-            load.append(os.getloadavg()[0])
-        return version, time.monotonic() - started
+    def child(side: str, r: int) -> dict[str, Any]:
+        env = dict(os.environ, PYTHONPATH=str(loaders[side]))
+        args = ["--side", side, "--round", str(r), "--turns", str(opts.turns)]
+        done = subprocess.run(
+            [sys.executable, __file__, url, *args, "--warm", str(opts.warm)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        got: dict[str, Any] = json.loads(done.stdout)
+        where = Path(got["memevict"]).resolve()
+        assert where.is_relative_to(loaders[side].resolve()), (side, where)
+        load.append(os.getloadavg()[0])
+        return got
+
+    return interleave(opts.rounds, SIDES, child)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", nargs="?", help="the server (default: an embedded Valkey)")
-    parser.add_argument("--base", default=BASE, help=f"side base's git revision ({BASE})")
-    parser.add_argument("--turns", type=int, default=200, help="timed turns per flow")
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--warm", type=int, default=60, help="untimed turns first")
-    parser.add_argument("--json", type=Path, help="write the numbers here")
-    parser.add_argument("--side", help=argparse.SUPPRESS)  # the child process's
-    parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
-    opts = parser.parse_args(argv)
-    if opts.side:
-        print(json.dumps(one_side(opts.url, opts.side, opts.round, opts.turns, opts.warm)))
+    args = sys.argv[1:] if argv is None else list(argv)
+    if "--side" in args:  # a child process: no harness (see above)
+        child = argparse.ArgumentParser()
+        child.add_argument("url")
+        child.add_argument("--side")
+        child.add_argument("--round", type=int)
+        child.add_argument("--turns", type=int)
+        child.add_argument("--warm", type=int)
+        c = child.parse_args(args)
+        print(json.dumps(one_side(c.url, c.side, c.round, c.turns, c.warm)))
         return
+    from _harness import Run, checkout, parser, server
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from ab import checkout  # benchmarks/ab.py
-
+    cli = parser(__doc__)
+    cli.add_argument("url", nargs="?", help="the server (default: an embedded Valkey)")
+    cli.add_argument("--base", default=BASE, help=f"side base's git revision ({BASE})")
+    cli.add_argument("--turns", type=int, default=200, help="timed turns per flow")
+    cli.add_argument("--rounds", type=int, default=20)
+    cli.add_argument("--warm", type=int, default=60, help="untimed turns first")
+    opts = cli.parse_args(args)
+    run = Run(opts)
     tree = checkout(opts.base, "loader", "lua")  # (loader/memevict/lua links to ../../lua)
     loaders = {"base": tree / "loader", "HEAD": ROOT / "loader"}
     load = [os.getloadavg()[0]]
-    results: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     try:
-        version, seconds = run_rounds(opts, loaders, results, load)
+        with server(opts.url) as found:
+            run.on(found)
+            started = time.monotonic()
+            results = run_rounds(opts, found.url, loaders, load)
+            seconds = time.monotonic() - started
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+    version = f"{run.environment['server']} {run.environment['server_version']}"
     text, summary = table(results, opts.base)
     dirty = " (loader/ or lua/ modified)" if _dirty() else ""
     print(
@@ -681,10 +687,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         base, head = commands["base"][key], commands["HEAD"][key]
         both = f"both: {head}" if base == head else f"base: {base}; HEAD: {head}"
         print(f"  {key:28s} {both}")
-    if opts.json:
-        summary.update(server=version, load=load, turns=opts.turns, warm=opts.warm)
-        summary["commands"] = commands
-        opts.json.write_text(json.dumps(summary, indent=1))
+    flows = summary["flows"]
+    us = ", ".join(f"{flow} {flows[flow]['HEAD']['us']:,.0f}" for flow in FLOWS)
+    run.row(
+        "A turn through each adapter",
+        f"µs a turn: {us}; OpenAI ÷ RedisSession turns/s "
+        f"{flows['openai'][f'HEAD_vs_{REDIS_SESSION}']:.3f}",
+    )
+    summary.update(server=version, load=load, turns=opts.turns, warm=opts.warm)
+    run.finish({**summary, "commands": commands})
 
 
 if __name__ == "__main__":

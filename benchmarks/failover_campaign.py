@@ -35,8 +35,13 @@ each kill there too. A call that meets it raises
 NamespaceLost (counted) instead of writing there; the Sentinels then make it a replica
 of the promoted one.
 
+``--sync-delay S``: the servers' repl-diskless-sync-delay (by default theirs, 5 s: a
+restarted server's sync waits that long for more replicas, and a durable write on its
+master is not confirmed meanwhile); the first sync of the replicas never waits.
+
     python benchmarks/failover_campaign.py [--server valkey|redis] [--kills 4]
         [--every 3] [--workers 8] [--rule-threads 2] [--replicas 1] [--lag] [--sentinel]
+        [--sync-delay S] [--json FILE]
 """
 
 from __future__ import annotations
@@ -45,20 +50,17 @@ import argparse
 import os
 import shutil
 import signal
-import sys
+import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.cluster
-
-import subprocess
-import tempfile
+from typing import TYPE_CHECKING, Any
 
 import redis
+from _harness import Process, Run, binary, cluster, free_port, node, parser, started, wait_synced
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel
@@ -67,13 +69,14 @@ from memevict import MemoryStore, NotDurable, Policy
 from memevict.commands import MAX_SCAN
 from memevict.scripts import key_name
 from memevict.stress import MemevictTarget, Threaded, stress_policy
-from tests.cluster import Cluster, binary
-from tests.servers import Server, free_port
+
+if TYPE_CHECKING:
+    from tests.cluster import Cluster
 
 POLICY = Policy(max_hot=1_000_000, protect_s=0, cold_max=1_000_000)
 
 
-def serving(c: Cluster, slot: int) -> Server:
+def serving(c: Cluster, slot: int) -> Process:
     """The server that is master of ``slot`` now (asked of any node that answers)."""
     by_port = {s.port: s for s in [*c.nodes, *c.replicas]}
     for server in by_port.values():
@@ -88,25 +91,11 @@ def serving(c: Cluster, slot: int) -> Server:
     raise RuntimeError(f"no node serves slot {slot}")
 
 
-def replica_of(c: Cluster, master: Server) -> Server | None:
+def replica_of(c: Cluster, master: Process) -> Process | None:
     info = master.client().info("replication")
     ports = [int(v["port"]) for k, v in info.items() if k.startswith("slave")]
     found = [s for s in [*c.nodes, *c.replicas] if s.port in ports and s.process is not None]
     return found[0] if found else None
-
-
-def wait_synced(server: Server, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            info = server.client().info("replication")
-            if info.get("role") == "slave" and info.get("master_link_status") == "up":
-                return
-        except redis.RedisError:
-            pass
-        time.sleep(0.1)
-    log = (server.directory / "server.log").read_text(errors="replace").splitlines()
-    raise RuntimeError("the restarted server did not sync as a replica:\n" + "\n".join(log[-25:]))
 
 
 class Worker(threading.Thread):
@@ -177,76 +166,91 @@ def rules(
     )
 
 
-def report_rules(run: Threaded) -> None:
+def report_rules(run: Threaded) -> dict[str, Any]:
     records, c = run.finish(), run.checker
+    found = {
+        "calls": len(records),
+        "outcomes": dict(Counter(r.outcome for r in records)),
+        "snapshots": len(run.snapshots),
+        "unreadable": run.unreadable,
+        "checks": c.checks,
+        "violations": dict(c.violations),
+    }
     print(
         f"  rules (durable, memevict stress's mix): {len(records):,} calls "
-        f"{dict(Counter(r.outcome for r in records))} | {len(run.snapshots):,} snapshots "
+        f"{found['outcomes']} | {len(run.snapshots):,} snapshots "
         f"({run.unreadable} unreadable) | {c.checks:,} checks, "
         f"{sum(c.violations.values())} violations"
     )
     for kind, n in sorted(c.violations.items()):
         print(f"    {kind}: {n}  e.g. {c.examples[kind]}")
+    return found
 
 
-def campaign(
-    kind: str, kills: int, every: float, workers: int, lag: bool, rule_threads: int, replicas: int
-) -> None:
-    c = Cluster(binary(kind), node_timeout_ms=1000).start()
+def campaign(run: Run, opts: argparse.Namespace) -> dict[str, Any]:
     stop = threading.Event()
-    try:
-        c.add_replicas(replicas)
-        busy = c.keyslot(key_name("w0", "meta"))
-        team = [Worker(c.client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
-        namespace = next(  # (the rules' namespace: one on the killed master)
-            f"rules{k}"
-            for k in range(100)
-            if serving(c, c.keyslot(key_name(f"rules{k}", "meta"))) is serving(c, busy)
-        )
-        checked = rules(c.client, namespace, rule_threads, stop)
-        first = serving(c, busy)  # (the namespaces of the same master are hit too)
-        on_busy = {
-            w.namespace
-            for w in team
-            if serving(c, c.keyslot(key_name(w.namespace, "meta"))) is first
-        }
-        for w in team:
-            w.start()
-        for _ in range(kills):
-            time.sleep(every)
-            master = serving(c, busy)
-            replica = replica_of(c, master)
-            if lag and replica is not None and replica.process is not None:
-                os.kill(replica.process.pid, signal.SIGSTOP)
-                time.sleep(2.0)
-            master.crash()
-            if lag and replica is not None and replica.process is not None:
-                os.kill(replica.process.pid, signal.SIGCONT)
-            deadline = time.monotonic() + 30
-            while serving(c, busy) is master:  # (a replica takes over first: restarted
-                if time.monotonic() > deadline:  # before, an empty master keeps its slots)
-                    raise RuntimeError("no replica took over")
-                time.sleep(0.1)
-            master.start()  # (its data directory kept: it rejoins as a replica)
-            wait_synced(master)
+    kind, delay = binary(opts.server), opts.sync_delay
+    with cluster(kind, replicas=opts.replicas, node_timeout_ms=1000, sync_delay=delay) as c:
+        run.on(node(c.node(0), c.nodes[0].url))
+        try:
+            return _campaign(
+                c, opts.server, opts.kills, opts.every, opts.workers, opts.lag,
+                opts.rule_threads, opts.replicas, stop,
+            )  # fmt: skip
+        finally:
+            stop.set()  # (the threads end on a failure too)
+
+
+def _campaign(
+    c: Cluster, kind: str, kills: int, every: float, workers: int, lag: bool,
+    rule_threads: int, replicas: int, stop: threading.Event,
+) -> dict[str, Any]:  # fmt: skip
+    busy = c.keyslot(key_name("w0", "meta"))
+    team = [Worker(c.client(), f"w{i}", i % 2 == 1, stop) for i in range(workers)]
+    namespace = next(  # (the rules' namespace: one on the killed master)
+        f"rules{k}"
+        for k in range(100)
+        if serving(c, c.keyslot(key_name(f"rules{k}", "meta"))) is serving(c, busy)
+    )
+    checked = rules(c.client, namespace, rule_threads, stop)
+    first = serving(c, busy)  # (the namespaces of the same master are hit too)
+    on_busy = {
+        w.namespace for w in team if serving(c, c.keyslot(key_name(w.namespace, "meta"))) is first
+    }
+    for w in team:
+        w.start()
+    for _ in range(kills):
         time.sleep(every)
-        stop.set()
-        for w in team:
-            w.join()
-        time.sleep(2.0)  # (settled)
-        print(
-            f"{kind}, {replicas} replica(s) per master, {kills} kills"
-            f"{' with the replica 2 s behind' if lag else ''}, {workers} workers"
-        )
-        report(team, on_busy)
-        report_rules(checked)
-    finally:
-        stop.set()  # (the threads end on a failure too)
-        c.stop()
+        master = serving(c, busy)
+        replica = replica_of(c, master)
+        if lag and replica is not None and replica.process is not None:
+            os.kill(replica.process.pid, signal.SIGSTOP)
+            time.sleep(2.0)
+        master.crash()
+        if lag and replica is not None and replica.process is not None:
+            os.kill(replica.process.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while serving(c, busy) is master:  # (a replica takes over first: restarted
+            if time.monotonic() > deadline:  # before, an empty master keeps its slots)
+                raise RuntimeError("no replica took over")
+            time.sleep(0.1)
+        master.start()  # (its data directory kept: it rejoins as a replica)
+        wait_synced(master)
+    time.sleep(every)
+    stop.set()
+    for w in team:
+        w.join()
+    time.sleep(2.0)  # (settled)
+    print(
+        f"{kind}, {replicas} replica(s) per master, {kills} kills"
+        f"{' with the replica 2 s behind' if lag else ''}, {workers} workers"
+    )
+    return {"writes": report(team, on_busy), "rules": report_rules(checked)}
 
 
-def report(team: list[Worker], on_busy: set[str]) -> None:
+def report(team: list[Worker], on_busy: set[str]) -> dict[str, dict[str, dict[str, Any]]]:
     """Acknowledged and lost, by kind of store and by whether the namespace was hit."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
     for durable in (False, True):
         for where in ("busy", "other"):
             group = [
@@ -265,19 +269,35 @@ def report(team: list[Worker], on_busy: set[str]) -> None:
                 f"  {name:18} {where:5} slot: acknowledged {acked:7,} lost {lost:5,} | "
                 f"longest gap {gap:5.1f} s | {dict(counts) or 'no errors'}"
             )
+            found.setdefault(name, {})[where] = {
+                "acknowledged": acked,
+                "lost": lost,
+                "longest_gap_s": gap,
+                "errors": dict(counts),
+            }
     for w in team:
         w.client.close()
+    return found
 
 
-def sentinel_campaign(
-    kind: str, kills: int, every: float, workers: int, lag: bool, rule_threads: int
-) -> None:
-    primary = Server(binary(kind)).start()
-    replica = Server(binary(kind), extra=("--replicaof", "127.0.0.1", str(primary.port)))
-    replica.start()
-    wait_synced(replica)
-    sentinels, directory = [], Path(tempfile.mkdtemp(prefix="memevict-sentinel-"))
+def sentinel_campaign(run: Run, opts: argparse.Namespace) -> dict[str, Any]:
     stop = threading.Event()
+    with started(binary(opts.server), replicas=1, sync_delay=opts.sync_delay) as (primary, replica):
+        run.on(node(primary.client(), primary.url))
+        try:
+            return _sentinel_campaign(
+                primary, replica, opts.server, opts.kills, opts.every, opts.workers, opts.lag,
+                opts.rule_threads, stop,
+            )  # fmt: skip
+        finally:
+            stop.set()
+
+
+def _sentinel_campaign(
+    primary: Process, replica: Process, kind: str, kills: int, every: float, workers: int,
+    lag: bool, rule_threads: int, stop: threading.Event,
+) -> dict[str, Any]:  # fmt: skip
+    sentinels, directory = [], Path(tempfile.mkdtemp(prefix="memevict-sentinel-"))
     try:
         ports = [free_port() for _ in range(3)]
         for port in ports:
@@ -298,13 +318,13 @@ def sentinel_campaign(
         time.sleep(2.0)  # (the Sentinels find each other and the replica)
         servers = {s.port: s for s in (primary, replica)}
 
-        def master() -> Server | None:  # (None while the Sentinels see it down)
+        def master() -> Process | None:  # (None while the Sentinels see it down)
             try:
                 return servers[int(sentinel.discover_master("m")[1])]
             except MasterNotFoundError:
                 return None
 
-        def promoted(old: Server) -> bool:
+        def promoted(old: Process) -> bool:
             """Every Sentinel names another master, and that one says it is master."""
             try:
                 named = {
@@ -347,7 +367,9 @@ def sentinel_campaign(
             # first start (a master until the Sentinels convert it).
             for dump in old.directory.glob("*.rdb"):
                 dump.unlink()
-            old.extra = ()
+            if "--replicaof" in old.extra:
+                at = old.extra.index("--replicaof")
+                old.extra = old.extra[:at] + old.extra[at + 3 :]
             old.start()
             wait_synced(old, timeout=90)
         time.sleep(every)
@@ -359,20 +381,17 @@ def sentinel_campaign(
             f"{kind} under 3 Sentinels, {kills} kills each restarted empty"
             f"{', the replica 2 s behind' if lag else ''}, {workers} workers"
         )
-        report(team, {w.namespace for w in team})
-        report_rules(checked)
+        return {"writes": report(team, {w.namespace for w in team}), "rules": report_rules(checked)}
     finally:
         stop.set()
         for p in sentinels:
             p.kill()
             p.wait()
         shutil.rmtree(directory, ignore_errors=True)
-        primary.stop()
-        replica.stop()
 
 
 def main() -> None:
-    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli = parser(__doc__)
     cli.add_argument("--server", choices=("valkey", "redis"), default="valkey")
     cli.add_argument("--kills", type=int, default=4)
     cli.add_argument("--every", type=float, default=3.0)
@@ -381,21 +400,28 @@ def main() -> None:
     cli.add_argument("--replicas", type=int, choices=(1, 2), default=1)
     cli.add_argument("--lag", action="store_true")
     cli.add_argument("--sentinel", action="store_true")
+    cli.add_argument(
+        "--sync-delay",
+        type=int,
+        help="the servers' repl-diskless-sync-delay, s (default: theirs, 5)",
+    )
     opts = cli.parse_args()
-    if opts.sentinel:
-        sentinel_campaign(
-            opts.server, opts.kills, opts.every, opts.workers, opts.lag, opts.rule_threads
-        )
-    else:
-        campaign(
-            opts.server,
-            opts.kills,
-            opts.every,
-            opts.workers,
-            opts.lag,
-            opts.rule_threads,
-            opts.replicas,
-        )
+    run = Run(opts)
+    found = (sentinel_campaign if opts.sentinel else campaign)(run, opts)
+    writes = found["writes"]
+    lost = {name: sum(w["lost"] for w in where.values()) for name, where in writes.items()}
+    acked = {name: sum(w["acknowledged"] for w in where.values()) for name, where in writes.items()}
+    violations = sum(found["rules"]["violations"].values())
+    setup = "Sentinel" if opts.sentinel else f"cluster, {opts.replicas} replica(s) per master"
+    run.row(
+        "The failover campaign",
+        f"{setup}, {run.environment.get('server', opts.server)}"
+        f"{', replica 2 s behind' if opts.lag else ''}: durable writes confirmed / lost "
+        f"{acked['durable_replicas=1']:,} / {lost['durable_replicas=1']:,}, default "
+        f"{acked['default']:,} / {lost['default']:,}; {violations} rule violations in "
+        f"{found['rules']['checks']:,} checks",
+    )
+    run.finish(found)
 
 
 if __name__ == "__main__":

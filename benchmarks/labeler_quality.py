@@ -1,6 +1,6 @@
 """How well memevict.importance's rules tell the turns that matter, and how fast.
 
-Run: python benchmarks/labeler_quality.py [SEEDS]
+    python benchmarks/labeler_quality.py [SEEDS] [--json FILE]
 
 - Multi-session generator (memevict.simulate.sessions, 20 sessions a seed):
   AUC of the rules' importance against "the turn is evidence for a question"
@@ -20,10 +20,12 @@ score lower.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
+
+from _harness import Run, parser
 
 from memevict.importance import Message, label
 from memevict.simulate.generator import generate
@@ -40,7 +42,7 @@ def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return below / (len(positive) * len(negative))
 
 
-def main(seeds: int) -> None:
+def measure(seeds: int) -> dict[str, Any]:
     texts: list[Message] = []
     session_aucs, by_category = [], Counter[tuple[str, bool]]()
     for seed in range(1, seeds + 1):
@@ -78,14 +80,41 @@ def main(seeds: int) -> None:
         return f"{sum(xs) / len(xs):.3f} ({min(xs):.3f}..{max(xs):.3f})"
 
     print(f"multi-session, {seeds} seeds: AUC vs evidence {spread(session_aucs)}")
+    evidence: dict[str, float] = {}
     for category in ("instruction", "tool_error", "business", "conclusion", "context", "chitchat"):
         yes, no = by_category[category, True], by_category[category, False]
         if yes + no:
+            evidence[category] = yes / (yes + no)
             print(f"  {category:<12} {yes + no:>5} turns, {yes / (yes + no):.0%} evidence")
     print(f"single-session, {seeds} seeds: AUC vs importance >= 7 {spread(single_aucs)}")
     print(f"  category exactly the generator's: {exact / total:.0%} of {total} turns")
     print(f"speed: {us:.1f} µs/message (CPU) over {len(texts)} messages")
+    return {
+        "seeds": seeds,
+        "multi_session_auc": session_aucs,
+        "multi_session_auc_mean": sum(session_aucs) / len(session_aucs),
+        "evidence_share_by_category": evidence,
+        "single_session_auc": single_aucs,
+        "single_session_auc_mean": sum(single_aucs) / len(single_aucs),
+        "category_exact": exact / total,
+        "us_per_message": us,
+        "messages": len(texts),
+    }
+
+
+def main() -> None:
+    cli = parser(__doc__)
+    cli.add_argument("seeds", nargs="?", type=int, default=10)
+    opts = cli.parse_args()
+    run = Run(opts)
+    found = measure(opts.seeds)
+    run.row(
+        "The labeler's quality",
+        f"AUC against evidence, generated multi-session: {found['multi_session_auc_mean']:.3f}"
+        f" ({opts.seeds} seeds); {found['us_per_message']:.1f} µs a message",
+    )
+    run.finish(found)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
+    main()

@@ -26,8 +26,6 @@ Valkey; given one it FLUSHES that server.
 
 from __future__ import annotations
 
-import argparse
-import json
 import secrets
 import sys
 import time
@@ -36,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from ab import connected  # benchmarks/ab.py
+from _harness import Run, parser, server
 
 from memevict import MemoryStore, Policy
 from memevict.importance import Labeler, load_labeler
@@ -141,28 +139,26 @@ def table(rows: dict[int, list[dict[str, int]]], totals: int, unit: str) -> list
     lines = []
     width = max(len(key) for per in rows.values() for key in per[0])
     for size, per in rows.items():
-        fifo = sum(r["fifo"] for r in per)
         for key in per[0]:
             got = sum(r[key] for r in per)
-            ratio = got / fifo if fifo else float("nan")
             lows = [r[key] / r["fifo"] for r in per if r["fifo"]]
             low = f"{min(lows):5.2f}" if lows and key != "fifo" else "    -"
             lines.append(
                 f"  {size:>6} {unit:6} {key:{width}} {got:5}/{totals:<5} {got / totals:6.1%} "
-                f"ratio {ratio:5.2f} min {low}"
+                f"ratio {ratio(per, key):5.2f} min {low}"
             )
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli = parser(__doc__)
     cli.add_argument("paths", nargs="+")
     cli.add_argument("--url")
     cli.add_argument("--labeler")
     cli.add_argument("--windows", default="40,100,200")
     cli.add_argument("--budgets", default="2000,5000,10000")
-    cli.add_argument("--json", dest="json_file")
     opts = cli.parse_args(argv)
+    run = Run(opts)
     started = time.perf_counter()
     labelers: dict[str, Labeler] = {"rules": load_labeler("rules")}
     if opts.labeler:
@@ -193,18 +189,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["labelers"][name] = {"auc": aucs, "auc_mean": mean}
         shown = ", ".join(f"{a:.3f}" for a in aucs)
         print(f"labeler {name}: AUC against evidence {mean:.3f} (per conversation: {shown})")
-    with connected(opts.url) as client:
-        count = {w: [by_window(client, by, w) for by in labelled] for w in windows}
-        tokens = {b: [by_budget(client, by, b) for by in labelled] for b in budgets}
+    with server(opts.url) as found:
+        run.on(found)
+        count = {w: [by_window(found.client, by, w) for by in labelled] for w in windows}
+        tokens = {b: [by_budget(found.client, by, b) for by in labelled] for b in budgets}
     print("covered questions (summed over the conversations):")
     for line in table(count, questions, "turns") + table(tokens, questions, "tokens"):
         print(line)
     print(f"{time.perf_counter() - started:.0f} s")
-    if opts.json_file:
-        report["windows"] = {str(w): rows for w, rows in count.items()}
-        report["budgets"] = {str(b): rows for b, rows in tokens.items()}
-        Path(opts.json_file).write_text(json.dumps(report, indent=1))
+    report["windows"] = {str(w): rows for w, rows in count.items()}
+    report["budgets"] = {str(b): rows for b, rows in tokens.items()}
+    aucs = ", ".join(f"{n} {q['auc_mean']:.3f}" for n, q in report["labelers"].items())
+    run.row("The labeler's quality", f"AUC on LoCoMo: {aucs}")
+    ratios = [f"W={w} {ratio(rows, 'memevict/rules'):.2f}x" for w, rows in count.items()]
+    ratios += [f"{b:,} tokens {ratio(rows, 'memevict/rules'):.2f}x" for b, rows in tokens.items()]
+    run.row("Coverage on real conversations (LoCoMo)", "memevict ÷ FIFO: " + ", ".join(ratios))
+    run.finish(report)
     return 0
+
+
+def ratio(rows: Sequence[dict[str, int]], key: str) -> float:
+    """Covered questions of ``key`` over FIFO's, summed over the conversations."""
+    fifo = sum(r["fifo"] for r in rows)
+    return sum(r[key] for r in rows) / fifo if fifo else float("nan")
 
 
 if __name__ == "__main__":

