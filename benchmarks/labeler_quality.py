@@ -80,11 +80,11 @@ def measure(seeds: int) -> dict[str, Any]:
         return f"{sum(xs) / len(xs):.3f} ({min(xs):.3f}..{max(xs):.3f})"
 
     print(f"multi-session, {seeds} seeds: AUC vs evidence {spread(session_aucs)}")
-    evidence: dict[str, float] = {}
+    shares: dict[str, float] = {}
     for category in ("instruction", "tool_error", "business", "conclusion", "context", "chitchat"):
         yes, no = by_category[category, True], by_category[category, False]
         if yes + no:
-            evidence[category] = yes / (yes + no)
+            shares[category] = yes / (yes + no)
             print(f"  {category:<12} {yes + no:>5} turns, {yes / (yes + no):.0%} evidence")
     print(f"single-session, {seeds} seeds: AUC vs importance >= 7 {spread(single_aucs)}")
     print(f"  category exactly the generator's: {exact / total:.0%} of {total} turns")
@@ -93,7 +93,7 @@ def measure(seeds: int) -> dict[str, Any]:
         "seeds": seeds,
         "multi_session_auc": session_aucs,
         "multi_session_auc_mean": sum(session_aucs) / len(session_aucs),
-        "evidence_share_by_category": evidence,
+        "evidence_share_by_category": shares,
         "single_session_auc": single_aucs,
         "single_session_auc_mean": sum(single_aucs) / len(single_aucs),
         "category_exact": exact / total,

@@ -166,10 +166,10 @@ def measure(
 
     def call(name: str, _: int) -> list[float]:
         found = time_script_calls(client, lambda _: store.window(timed[name]), calls)
-        for window, _, _ in found:
-            got = (len(window), window.tokens)
+        for reply, _seconds, _usec in found:
+            got = (len(reply), reply.tokens)
             assert got == returned[name], f"{name}: {returned[name]} then {got}"
-        return [usec for _, _, usec in found]
+        return [usec for _reply, _seconds, usec in found]
 
     found = interleave(rounds, list(timed), call)
     return [
