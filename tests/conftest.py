@@ -31,6 +31,17 @@ SLOW_FILES = frozenset(
 )  # fmt: skip
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (pyproject's addopts): MEMEVICT_WORKERS, or twice the cores up
+    to 8. Twice, because a test spends much of its time waiting on its servers, on a
+    replica or on a timeout; each worker starts servers of its own."""
+    wanted = os.environ.get("MEMEVICT_WORKERS")
+    if wanted is not None:
+        return int(wanted)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(8, 2 * (cores or 1))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_FILES:

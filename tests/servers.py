@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,15 +25,39 @@ def redis_binary() -> str | None:
     return shutil.which("redis-server")
 
 
+# Server ports come from 10000-19999, below the kernel's ephemeral range (32768 up), so a
+# client's outgoing connection never takes one between the check and the server's bind;
+# a cluster node's bus port (+10000) falls in 20000-29999. Under pytest-xdist each worker
+# draws from its own slice, so two workers never pick the same port.
+PORTS = range(10_000, 20_000)
+_draw = random.Random()  # not the global generator, which tests seed
+
+
+def _slice() -> range:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # gw0, gw1, ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    size = len(PORTS) // max(count, 1)
+    start = PORTS.start + int(worker.removeprefix("gw")) % max(count, 1) * size
+    return range(start, start + size)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
-    # Below 55536: a cluster node also binds port + 10000 for its bus.
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port <= 55535:
+    """A port of this worker's slice that is free, and whose bus port (+10000) is too."""
+    ports = _slice()
+    for _ in range(200):
+        port = _draw.choice(ports)
+        if _bindable(port) and _bindable(port + 10_000):
             return port
-    raise RuntimeError("no free port at or below 55535")
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 @dataclass

@@ -96,10 +96,11 @@ def test_a_confirmed_write_is_on_the_replica_when_the_call_returns(pair: Pair) -
 
 def test_an_unconfirmed_write_raises_not_durable_with_its_result(pair: Pair) -> None:
     client = pair.primary.client()
+    patient = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=10_000)
+    patient.remember("a", 3.0, now=T0)  # confirmed, however busy the machine
     durable = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
     plain = MemoryStore(client, NS, POLICY)
     other = MemoryStore(pair.primary.client(), NS, durable_replicas=1, durable_timeout_ms=200)
-    durable.remember("a", 3.0, now=T0)
     pair.freeze()
     plain.remember("p", 2.0, now=T0 + 1)  # (a default store does not ask)
     with pytest.raises(NotDurable) as raised:
@@ -124,12 +125,16 @@ def test_an_unconfirmed_write_raises_not_durable_with_its_result(pair: Pair) -> 
 def test_the_async_store_waits_too(pair: Pair) -> None:
     async def run() -> None:
         client = redis.asyncio.Redis(host="127.0.0.1", port=pair.primary.port)
-        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=1000)
-        await store.remember("a", 3.0, now=T0)
+        patient = AsyncMemoryStore(
+            client, NS, POLICY, durable_replicas=1, durable_timeout_ms=10_000
+        )
+        await patient.remember("a", 3.0, now=T0)
         assert on_replica(pair, "a")
+        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=1000)
+        await store.remember("b", 3.0, now=T0 + 1)  # (its first call configures: not frozen yet)
         pair.freeze()
         with pytest.raises(NotDurable) as raised:
-            await store.remember("b", 3.0, now=T0 + 1)
+            await store.remember("c", 3.0, now=T0 + 2)
         assert isinstance(raised.value.result, Remembered)
         pair.thaw()
         await client.aclose()
@@ -147,12 +152,17 @@ def test_waitaof_confirms_the_primarys_append_only_file(server: Server) -> None:
             with pytest.raises(NotDurable, match="refused WAITAOF"):
                 MemoryStore(client, NS, POLICY, durable_aof=True)
             return
-        store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_aof=True)
+        # A patient store for the write that must be confirmed (with appendfsync everysec
+        # the fsync alone can take a second on a busy machine); a short one for the next.
+        store = MemoryStore(
+            client, NS, POLICY, durable_replicas=1, durable_aof=True, durable_timeout_ms=10_000
+        )
         store.remember("a", 3.0, now=T0)
         assert on_replica(p, "a")
+        short = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_aof=True)
         p.freeze()
         with pytest.raises(NotDurable, match=r"the primary's AOF: yes"):
-            store.remember("b", 3.0, now=T0 + 1)
+            short.remember("b", 3.0, now=T0 + 1)
     finally:
         p.stop()
 

@@ -263,6 +263,9 @@ def test_restart_mid_run(server: Server, mode: Mode) -> None:
                 outcomes.append((time.monotonic(), type(error).__name__))
                 time.sleep(0.01)
 
+    def served_after(moment: float) -> int:
+        return sum(1 for t, o in list(outcomes) if t > moment and o == "ok")
+
     worker = threading.Thread(target=work)
     worker.start()
     try:
@@ -272,7 +275,9 @@ def test_restart_mid_run(server: Server, mode: Mode) -> None:
         time.sleep(0.5)
         durable.start()
         up = time.monotonic()
-        time.sleep(0.5)
+        # Until 20 calls succeeded after the restart (or 10 s: the assertion below says).
+        while time.monotonic() < up + 10 and served_after(up + 0.1) <= 20:
+            time.sleep(0.05)
     finally:
         stop.set()
         worker.join()
@@ -282,7 +287,7 @@ def test_restart_mid_run(server: Server, mode: Mode) -> None:
         assert failed_while_down, "calls while the server was down must fail"
         # LOADING (BusyLoadingError, a ConnectionError) while the AOF is read back.
         assert set(failed_while_down) <= {"ConnectionError", "TimeoutError", "BusyLoadingError"}
-        assert sum(1 for t, o in outcomes if t > up + 0.1 and o == "ok") > 20
+        assert served_after(up + 0.1) > 20
         # Scripts were reloaded (EVAL after NOSCRIPT), or the library came back
         # with the data (AOF), and nothing is half-written.
         if mode == "scripts":
