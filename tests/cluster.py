@@ -109,6 +109,12 @@ class Cluster:
         """A cluster client, which routes each command to the node of its slot."""
         return redis.cluster.RedisCluster(host="127.0.0.1", port=self.nodes[0].port, **kwargs)
 
+    def stable_url(self) -> str:
+        """The URL of node 0 (a cluster client finds the others from it), once the cluster
+        is stable."""
+        self.wait_stable()
+        return f"redis://127.0.0.1:{self.nodes[0].port}"
+
     def async_client(self, **kwargs: Any) -> redis.asyncio.cluster.RedisCluster:
         """An asyncio cluster client (create and use it inside the event loop)."""
         return redis.asyncio.cluster.RedisCluster(

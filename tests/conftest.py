@@ -14,6 +14,7 @@ import redis
 
 from memevict import MemoryStore, Policy
 from memevict.state import read_state
+from tests.cluster import KINDS, Cluster, shared
 from tests.servers import Server, redis_binary, valkey_binary
 
 # Both servers; MEMEVICT_SERVERS=valkey (or redis) runs one leg, for a quick run.
@@ -62,6 +63,12 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     started = Server(binary).start()
     yield started
     started.stop()
+
+
+@pytest.fixture(scope="session", params=KINDS)
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    """A 3-master cluster of each server kind, one per test session (per worker)."""
+    return shared(request.config, request.param)
 
 
 def fresh_client(server: Server) -> Iterator[redis.Redis]:

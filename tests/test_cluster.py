@@ -37,7 +37,7 @@ from memevict.cli import main
 from memevict.functions import library
 from memevict.registry import Mode
 from memevict.scripts import key_name, namespace_keys, specs
-from tests.cluster import KINDS, Cluster, binary, shared
+from tests.cluster import KINDS, Cluster, binary
 from tests.conftest import StoreFactory, scenario_policy
 from tests.test_async import AwaitedStore
 from tests.test_rules import *  # noqa: F403 (the scenario suite, collected again here)
@@ -45,12 +45,6 @@ from tests.test_windows import *  # noqa: F403 (tokens, groups, window, scan, dr
 
 T0 = 1_700_000_000_000
 S = 1000  # ms per second
-
-
-@pytest.fixture(scope="session", params=KINDS)
-def cluster(request: pytest.FixtureRequest) -> Cluster:
-    """A 3-master cluster of each server kind, shared by the whole session."""
-    return shared(request.config, request.param)
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ from memevict.integrations.langchain import (
     message_of,
     whole_pairs,
 )
-from tests.cluster import KINDS, Cluster, shared
+from tests.cluster import Cluster
 from tests.servers import Server
 
 TURNS = 200
@@ -289,14 +289,8 @@ def test_the_async_path_keeps_one_namespace_per_thread(server: Server) -> None:
     assert len(model.sent) - with_it == TURNS_ASYNC + _lookups(range(1, TURNS_ASYNC + 1))
 
 
-@pytest.fixture(scope="session", params=KINDS)
-def cluster(request: pytest.FixtureRequest) -> Cluster:
-    return shared(request.config, request.param)
-
-
 def test_a_cluster_url_sync_and_async(cluster: Cluster) -> None:
-    cluster.wait_stable()
-    url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
+    url = cluster.stable_url()
     suffix = secrets.token_hex(4)
     model = ScriptedModel()
     middleware = MemevictMiddleware(url=url, max_tokens=BUDGET)

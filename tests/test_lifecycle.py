@@ -37,7 +37,7 @@ from memevict import (
 from memevict.cli import main
 from memevict.functions import library
 from memevict.scripts import key_name
-from tests.cluster import KINDS, Cluster, shared
+from tests.cluster import Cluster
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -63,11 +63,6 @@ def wait_until(check: Callable[[], bool], what: str) -> None:
 def contents(client: redis.Redis) -> dict[object, object]:
     """Every key of the server with its serialized value (DUMP)."""
     return {key: client.dump(key) for key in client.keys("*")}
-
-
-@pytest.fixture(scope="session", params=KINDS)
-def cluster(request: pytest.FixtureRequest) -> Cluster:
-    return shared(request.config, request.param)
 
 
 @pytest.fixture

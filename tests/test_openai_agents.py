@@ -42,7 +42,7 @@ from memevict.integrations.openai_agents import (
     message_of,
     whole_tail,
 )
-from tests.cluster import KINDS, shared
+from tests.cluster import Cluster
 from tests.servers import Server
 
 TURNS = 200
@@ -284,11 +284,8 @@ def test_pop_get_limit_and_clear(server: Server) -> None:
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_the_session_runs_on_a_cluster_url(request: pytest.FixtureRequest, kind: str) -> None:
-    cluster = shared(request.config, kind)
-    cluster.wait_stable()
-    url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
+def test_the_session_runs_on_a_cluster_url(cluster: Cluster) -> None:
+    url = cluster.stable_url()
 
     async def run() -> ScriptedModel:
         sessions = [MemevictSession(f"agents-c{n}", url=url, max_tokens=BUDGET) for n in range(3)]

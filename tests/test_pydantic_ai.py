@@ -32,7 +32,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memevict.integrations._conversation import approx_tokens
 from memevict.integrations.pydantic_ai import MemevictHistory, SyncMemevictHistory, text_of
-from tests.cluster import KINDS, shared
+from tests.cluster import Cluster
 from tests.servers import Server
 
 TURNS = 200
@@ -369,11 +369,8 @@ def test_a_new_processor_reads_older_messages_back_from_the_store(server: Server
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_cluster_url_sync_and_async(request: pytest.FixtureRequest, kind: str) -> None:
-    cluster = shared(request.config, kind)
-    cluster.wait_stable()
-    url = f"redis://127.0.0.1:{cluster.nodes[0].port}"
+def test_a_cluster_url_sync_and_async(cluster: Cluster) -> None:
+    url = cluster.stable_url()
     sync = SyncMemevictHistory(session_id="pa-cluster-sync", url=url, max_tokens=BUDGET)
     try:
         sync.clear_session()

@@ -64,7 +64,7 @@ def library_of(
 ) -> Library:
     """The library of these scripts, their helpers read from ``root`` (the
     installed lua/ by default), named ``<prefix>_<version>``.
-    (benchmarks/ab.py builds one per side of an A/B.)"""
+    (An A/B of two Lua trees builds one per side, as the retired benchmarks/ab.py did.)"""
     ordered = sorted(scripts.items())
     includes = list(dict.fromkeys(path for _, spec in ordered for path in spec.includes))
     helpers = helpers_text(includes, root)
