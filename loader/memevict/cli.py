@@ -47,10 +47,16 @@ def connect(url: str | None, *, routed: bool = True) -> Iterator[Any]:
         finally:
             close_client(chosen)
     else:
-        from memevict.embedded import embedded_client
+        from memevict.embedded import data_dir, embedded_client
 
-        with embedded_client() as client:
+        _say(f"no --url or REDIS_URL: using the embedded server in {data_dir()}")
+        with embedded_client(report=_say) as client:
             yield client
+
+
+def _say(line: str) -> None:
+    """A note for the operator, on stderr (stdout keeps what the command prints)."""
+    click.echo(f"memevict: {line}", err=True)
 
 
 @contextmanager

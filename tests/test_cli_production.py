@@ -1,0 +1,118 @@
+"""The command line in production (issue 38): the embedded server after a killed command,
+damaged namespaces, ACL users of a prefix, the scripts for other languages, and what the
+CLI tells an operator about sessions and adapters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+from memevict import AsyncMemoryStore, MemoryStore
+from tests.servers import Server
+
+MEMEVICT = [sys.executable, "-m", "memevict"]
+
+
+def embedded_env(home: Path) -> dict[str, str]:
+    """The environment of a command on the embedded server whose data is in ``home``."""
+    env = {**os.environ, "MEMEVICT_HOME": str(home)}
+    env.pop("REDIS_URL", None)
+    return env
+
+
+def embedded(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMEVICT, *args], env=embedded_env(home), capture_output=True, text=True, timeout=120
+    )
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie nobody reaped yet counts as exited)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "\nState:\tZ" in status.read_text()
+
+
+# --- item 16: a killed command's embedded server --------------------------------------------
+
+
+def test_a_command_after_a_killed_one_stops_the_server_it_left(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert embedded(home, "-n", "kept", "remember", "a", "-i", "3").returncode == 0
+    command = subprocess.Popen(
+        [*MEMEVICT, "simulate", "--turns", "5000"],
+        env=embedded_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    left: int | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while left is None:  # the command's server, once it answers
+            assert time.monotonic() < deadline and command.poll() is None
+            try:
+                with redis.Redis(unix_socket_path=str(home / "valkey.sock")) as client:
+                    left = int(client.info("server")["process_id"])
+            except (redis.ConnectionError, FileNotFoundError):
+                time.sleep(0.05)
+        command.send_signal(signal.SIGKILL)  # mid-run: no finally block stops its server
+        command.wait()
+        assert not gone(left)  # what the issue saw: the server outlives its command
+        after = embedded(home, "-n", "kept", "remember", "b", "-i", "2")
+        assert after.returncode == 0 and "Traceback" not in after.stderr, after.stderr
+        assert "stopped the embedded server a killed command left running" in after.stderr
+        assert gone(left)
+        stats = embedded(home, "-n", "kept", "stats", "--json")
+        assert json.loads(stats.stdout)["hot"] == 2  # what came before the kill is there
+    finally:
+        if command.poll() is None:
+            command.kill()
+        if left is not None and not gone(left):
+            os.kill(left, signal.SIGKILL)  # (unchanged code: the test's own leftover)
+
+
+# --- item 20: the embedded server, said and async ----------------------------------------
+
+
+def test_the_cli_says_on_stderr_when_it_runs_on_the_embedded_server(
+    tmp_path: Path, server: Server
+) -> None:
+    home = tmp_path / "home"
+    done = embedded(home, "-n", "x", "remember", "a", "-i", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    assert f"memevict: no --url or REDIS_URL: using the embedded server in {home}" in done.stderr
+    assert json.loads(done.stdout)["id"] == "a"  # stdout: what the command prints, only
+    given = subprocess.run(
+        [*MEMEVICT, "--url", server.url, "-n", "x", "remember", "a", "-i", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert given.returncode == 0 and "embedded" not in given.stderr, given.stderr
+
+
+def test_an_async_store_runs_on_the_embedded_server(tmp_path: Path) -> None:
+    from memevict.embedded import async_embedded_client, embedded_client
+
+    async def session() -> tuple[str | None, int]:
+        async with async_embedded_client(tmp_path) as client:
+            store = await AsyncMemoryStore(client, "openai:s1")
+            await asyncio.gather(*(store.remember(f"m{i}", 1 + i, text=f"t{i}") for i in range(20)))
+            memory = await store.get("m3")
+            return memory.text if memory else None, (await store.stats()).hot
+
+    assert asyncio.run(session()) == ("t3", 20)
+    with embedded_client(tmp_path) as client:  # the same data, from the sync client
+        memory = MemoryStore(client, "openai:s1", read_only=True).get("m19")
+        assert memory is not None and memory.text == "t19"
