@@ -7,15 +7,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
+from click.testing import CliRunner, Result
 
 from memevict import AsyncMemoryStore, MemoryStore
+from memevict.cli import main
 from tests.servers import Server
 
 MEMEVICT = [sys.executable, "-m", "memevict"]
@@ -116,3 +120,53 @@ def test_an_async_store_runs_on_the_embedded_server(tmp_path: Path) -> None:
     with embedded_client(tmp_path) as client:  # the same data, from the sync client
         memory = MemoryStore(client, "openai:s1", read_only=True).get("m19")
         assert memory is not None and memory.text == "t19"
+
+
+def cli(server: Server | None, *args: str) -> Result:
+    """A command run in-process (``server``: its --url), stdout and stderr apart."""
+    url = ["--url", server.url] if server is not None else []
+    return CliRunner().invoke(main, [*url, *args])
+
+
+def test_namespaces_shows_tokens_and_takes_a_prefix(server: Server, client: redis.Redis) -> None:
+    for name, tokens in (("openai:a", (3, 2)), ("openai:b", (7,)), ("langchain:c", (1,))):
+        store = MemoryStore(client, name)
+        for i, cost in enumerate(tokens):
+            store.remember(f"m{i}", 1.0, tokens=cost)
+    every = cli(server, "namespaces")
+    assert every.exit_code == 0, every.output
+    lines = every.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["langchain:c", "openai:a", "openai:b"]
+    assert [line.split()[-1] for line in lines] == ["tokens=1", "tokens=5", "tokens=7"]
+    some = cli(server, "namespaces", "--prefix", "openai:")
+    assert [line.split()[0] for line in some.stdout.splitlines()] == ["openai:a", "openai:b"]
+    listed = json.loads(cli(server, "namespaces", "--prefix", "openai:a", "--json").stdout)
+    assert [(n["name"], n["stats"]["tokens"]) for n in listed] == [("openai:a", 5)]
+    assert cli(server, "namespaces", "--prefix", "pydantic-ai:").stdout == "(none)\n"
+    glob = cli(server, "namespaces", "--prefix", "open*")  # (a prefix is no pattern)
+    assert glob.exit_code == 1 and "BadNamespace" in glob.output, glob.output
+
+
+def adapters() -> set[str]:
+    """The framework names the integrations pass to namespace_for."""
+    import memevict.integrations
+
+    return {
+        name
+        for path in Path(memevict.integrations.__file__).parent.glob("*.py")
+        for name in re.findall(r'namespace_for\(\s*"([^"]+)"', path.read_text())
+    }
+
+
+@pytest.mark.parametrize("session_id", ["s1", "user 7 / chat {3}", "é" * 200, ""])
+def test_namespace_of_is_the_adapters_namespace(session_id: str) -> None:
+    from memevict.integrations._conversation import namespace_for
+
+    for adapter in sorted(adapters()):
+        done = cli(None, "namespace-of", "--adapter", adapter, session_id)
+        assert done.exit_code == 0, done.output
+        assert done.stdout == namespace_for(adapter, session_id) + "\n"
+        shown = cli(None, "namespace-of", "--adapter", adapter, session_id, "--json")
+        assert json.loads(shown.stdout)["namespace"] == namespace_for(adapter, session_id)
+    unknown = cli(None, "namespace-of", "--adapter", "crewai", "s1")
+    assert unknown.exit_code == 2 and "'openai'" in unknown.output

@@ -547,14 +547,19 @@ def _stats_line(s: Stats, budget: bool) -> str:
 
 
 @main.command()
+@click.option(
+    "--prefix",
+    default="",
+    help="Only the namespaces that start with it, such as openai: (an adapter's sessions).",
+)
 @now_option
 @json_option
 @click.pass_context
-def namespaces(ctx: click.Context, now: int | None, as_json: bool) -> None:
+def namespaces(ctx: click.Context, prefix: str, now: int | None, as_json: bool) -> None:
     """Every namespace on the server (every primary of a cluster) with its
-    counts, sorted by name; creates and changes nothing."""
+    counts and tokens, sorted by name; creates and changes nothing."""
     with connect(ctx.obj["url"]) as client:
-        found = list_namespaces(client, now=now)
+        found = list_namespaces(client, now=now, prefix=prefix)
     _emit(found, as_json, lambda: "\n".join(_namespace_line(n) for n in found) or "(none)")
 
 
@@ -564,8 +569,25 @@ def _namespace_line(n: Namespace) -> str:
         return f"{n.name}  cannot be read: {n.error}"
     return (
         f"{n.name}  hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} "
-        f"protected={s.protected} over={s.over} backlog={s.backlog}"
+        f"protected={s.protected} over={s.over} backlog={s.backlog} tokens={s.tokens}"
     )
+
+
+# The adapters, by the framework name each gives namespace_for (memevict/integrations).
+ADAPTERS = ("openai", "langchain", "pydantic-ai")
+
+
+@main.command("namespace-of")
+@click.option("--adapter", type=click.Choice(ADAPTERS), required=True, help="The adapter.")
+@click.argument("session_id")
+@json_option
+def namespace_of(adapter: str, session_id: str, as_json: bool) -> None:
+    """The namespace in which ADAPTER keeps session SESSION_ID (its thread_id for
+    langchain): pass it to -n. Connects to nothing."""
+    from memevict.integrations._conversation import namespace_for
+
+    name = namespace_for(adapter, session_id)
+    _emit({"adapter": adapter, "session_id": session_id, "namespace": name}, as_json, lambda: name)
 
 
 def _policy_options(command: F) -> F:

@@ -61,12 +61,20 @@ def names_of(keys: Iterable[bytes | str]) -> list[str]:
     return sorted(found)
 
 
-def namespaces(client: SyncClient, *, now: int | None = None) -> list[Namespace]:
+def policy_pattern(prefix: str = "") -> str:
+    """The SCAN pattern of the policy keys of the namespaces that start with ``prefix``
+    (every namespace for ""). A prefix is checked as a namespace is, so it holds no glob
+    character: the pattern matches exactly those namespaces' keys."""
+    return key_name(f"{check_namespace(prefix) if prefix else ''}*", "policy")
+
+
+def namespaces(client: SyncClient, *, now: int | None = None, prefix: str = "") -> list[Namespace]:
     """Every namespace on the server of ``client`` (a ``redis.Redis`` or a
     ``RedisCluster``, every primary), sorted by name, with its counts at
-    ``now`` (default: the server clock). Writes nothing; a namespace deleted
-    while the list is made is left out."""
-    keys = client.scan_iter(match=POLICY_PATTERN, count=SCAN_COUNT, _type="hash")
+    ``now`` (default: the server clock); only those that start with ``prefix``
+    if given (``"openai:"``: every session of the OpenAI adapter). Writes
+    nothing; a namespace deleted while the list is made is left out."""
+    keys = client.scan_iter(match=policy_pattern(prefix), count=SCAN_COUNT, _type="hash")
     found: list[Namespace] = []
     for name in names_of(keys):
         try:
