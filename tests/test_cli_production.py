@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio
 from click.testing import CliRunner, Result
 
-from memevict import AsyncMemoryStore, MemoryStore
+from memevict import AsyncMemoryStore, MemoryStore, PermissionDenied
 from memevict.cli import main
+from memevict.scripts import specs
 from tests.servers import Server
 
 MEMEVICT = [sys.executable, "-m", "memevict"]
@@ -170,3 +172,51 @@ def test_namespace_of_is_the_adapters_namespace(session_id: str) -> None:
         assert json.loads(shown.stdout)["namespace"] == namespace_for(adapter, session_id)
     unknown = cli(None, "namespace-of", "--adapter", "crewai", "s1")
     assert unknown.exit_code == 2 and "'openai'" in unknown.output
+
+
+# --- item 18: an ACL user of every namespace with a prefix -------------------------------
+
+
+def test_acl_prefix_user_runs_every_session_of_an_adapter_and_no_other(
+    server: Server, client: redis.Redis
+) -> None:
+    from memevict.integrations.openai_agents import MemevictSession
+
+    printed = cli(None, "acl", "sessions", "--prefix", "openai:", "--password", "pw", "--json")
+    assert printed.exit_code == 0, printed.output
+    shown = json.loads(printed.stdout)
+    assert shown["prefix"] == "openai:" and shown["namespace"] is None
+    assert "~memevict:{openai:*}:*" in shown["line"].split()
+    MemoryStore(client, "langchain:z").remember("theirs", 5)
+    before = {key: client.dump(key) for key in client.keys("*")}
+    assert client.execute_command(*shown["line"].split()) in (b"OK", "OK", True)
+    worker = server.client(username="sessions", password="pw")
+    try:
+        for name in ("openai:x", "openai:y"):
+            store = MemoryStore(worker, name)
+            store.remember("a", 3, text=f"in {name}")
+            assert [m.text for m in store.window()] == [f"in {name}"]
+            assert store.drop() > 0
+
+        async def adapter_session(session_id: str) -> list[str]:
+            shared = redis.asyncio.Redis(
+                host="127.0.0.1", port=server.port, username="sessions", password="pw"
+            )
+            session = MemevictSession(session_id, client=shared)
+            await session.add_items([{"role": "user", "content": f"hello from {session_id}"}])
+            items = await session.get_items()
+            await shared.aclose()
+            return [str(item["content"]) for item in items]
+
+        assert asyncio.run(adapter_session("x")) == ["hello from x"]
+        assert asyncio.run(adapter_session("y")) == ["hello from y"]
+        for other in ("langchain:z", "openai", "openaiz:1"):
+            with pytest.raises(PermissionDenied):
+                MemoryStore(worker, other).remember("mine", 1)
+        spec = specs()["get"]  # a raw call with another namespace's keys
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            worker.eval(spec.source, len(spec.keys), *spec.key_names("langchain:z"), "theirs", "")
+        assert {key: client.dump(key) for key in client.keys("memevict:{langchain:*")} == before
+    finally:
+        worker.close()
+        client.execute_command("ACL", "DELUSER", "sessions")

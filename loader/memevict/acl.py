@@ -56,18 +56,23 @@ def commands() -> tuple[str, ...]:
     return (*LOADER_COMMANDS, *(c for c in script_commands() if c not in LOADER_COMMANDS))
 
 
-def key_pattern(namespace: str) -> str:
-    """The ACL key pattern of one namespace, ``~memevict:{namespace}:*``.
+def key_pattern(namespace: str, *, prefix: bool = False) -> str:
+    """The ACL key pattern of one namespace, ``~memevict:{namespace}:*``; with ``prefix``,
+    of every namespace that starts with ``namespace``, ``~memevict:{openai:*}:*`` (an
+    adapter's sessions, one namespace each).
 
-    check_namespace refuses glob characters, so the pattern matches this
-    namespace's keys only.
+    check_namespace refuses glob characters and braces, so the pattern matches these
+    namespaces' keys only: the ``*`` inside the braces cannot reach past them.
     """
-    return "~" + key_name(check_namespace(namespace), "*")
+    if prefix and not namespace:
+        raise BadArgument("an empty prefix would be every namespace: give one, such as openai:")
+    return "~" + key_name(check_namespace(namespace) + ("*" if prefix else ""), "*")
 
 
-def acl_rules(namespace: str) -> list[str]:
-    """ACL SETUSER rules granting exactly what memevict needs on one namespace."""
-    pattern = key_pattern(namespace)
+def acl_rules(namespace: str, *, prefix: bool = False) -> list[str]:
+    """ACL SETUSER rules granting exactly what memevict needs on one namespace (with
+    ``prefix``: on every namespace that starts with ``namespace``)."""
+    pattern = key_pattern(namespace, prefix=prefix)
     return ["resetkeys", pattern, "resetchannels", "-@all", *(f"+{c}" for c in commands())]
 
 
@@ -83,12 +88,13 @@ def _cli_arg(arg: str) -> str:
     return f'"{escaped}"'
 
 
-def acl_setuser_line(user: str, namespace: str, password: str) -> str:
+def acl_setuser_line(user: str, namespace: str, password: str, *, prefix: bool = False) -> str:
     """The ``ACL SETUSER`` line to paste into redis-cli: it creates the user, or
     resets an existing one, with only the rules of :func:`acl_rules`."""
     if not user or any(c.isspace() or c == "\0" for c in user):
         raise BadArgument(f"user must be non-empty, without spaces or NUL: {user!r}")
     if not password:
         raise BadArgument("password must not be empty")
-    args = ["ACL", "SETUSER", user, "reset", "on", f">{password}", *acl_rules(namespace)]
+    rules = acl_rules(namespace, prefix=prefix)
+    args = ["ACL", "SETUSER", user, "reset", "on", f">{password}", *rules]
     return " ".join(_cli_arg(a) for a in args)

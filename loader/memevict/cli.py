@@ -230,18 +230,29 @@ def load(ctx: click.Context, functions: bool, as_json: bool) -> None:
     default=None,
     help="The user's password (default: a new random one, in the printed line).",
 )
+@click.option(
+    "--prefix",
+    default=None,
+    help="A user of every namespace that starts with this, such as openai: (an adapter's "
+    "sessions), instead of --namespace.",
+)
 @json_option
 @click.pass_context
-def acl(ctx: click.Context, user: str, password: str | None, as_json: bool) -> None:
-    """Print the ACL SETUSER line of a least-privilege user of --namespace."""
+def acl(
+    ctx: click.Context, user: str, password: str | None, prefix: str | None, as_json: bool
+) -> None:
+    """Print the ACL SETUSER line of a least-privilege user of --namespace (or of every
+    namespace that starts with --prefix)."""
     import secrets
 
     from memevict.acl import acl_setuser_line
 
     if password is None:
         password = secrets.token_urlsafe(24)
-    line = acl_setuser_line(user, ctx.obj["namespace"], password)
-    _emit({"user": user, "namespace": ctx.obj["namespace"], "line": line}, as_json, lambda: line)
+    name = ctx.obj["namespace"] if prefix is None else prefix
+    line = acl_setuser_line(user, name, password, prefix=prefix is not None)
+    shown = {"user": user, "namespace": None if prefix else name, "prefix": prefix, "line": line}
+    _emit(shown, as_json, lambda: line)
 
 
 @main.command()
