@@ -265,7 +265,8 @@ def test_acl_without_a_password_prints_a_line_with_a_new_one() -> None:
     assert again.output != result.output  # a new one each time
 
 
-def test_decay_prints_json(server: Server) -> None:
+def test_decay_prints_json(server: Server, client: redis.Redis) -> None:
+    assert run(server, "remember", "a", "-i", "1")[0] == 0  # (decay needs the namespace)
     code, out = run(server, "decay", "0.5", "--json")
     assert code == 0 and json.loads(out) == {"decayed": 0.5}
 

@@ -5,9 +5,11 @@ CLI tells an operator about sessions and adapters."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from click.testing import CliRunner, Result
 from memevict import AsyncMemoryStore, MemoryStore, PermissionDenied
 from memevict.cli import main
 from memevict.scripts import specs
+from tests import docs
 from tests.servers import Server
 
 MEMEVICT = [sys.executable, "-m", "memevict"]
@@ -220,3 +223,69 @@ def test_acl_prefix_user_runs_every_session_of_an_adapter_and_no_other(
     finally:
         worker.close()
         client.execute_command("ACL", "DELUSER", "sessions")
+
+
+# --- item 19: the scripts from another language ------------------------------------------
+
+
+def redis_cli() -> str:
+    found = shutil.which("redis-cli")
+    if found is None:
+        if os.environ.get("MEMEVICT_REQUIRE_REDIS") == "1":
+            pytest.fail("redis-cli not found and MEMEVICT_REQUIRE_REDIS=1")
+        pytest.skip("redis-cli not installed")
+    return found
+
+
+def test_scripts_out_writes_what_memevict_sends(tmp_path: Path) -> None:
+    from memevict.functions import function_name, library
+
+    done = cli(None, "scripts", "--out", str(tmp_path / "lua"))
+    assert done.exit_code == 0, done.output
+    written = {path.name: path.read_text(encoding="utf-8") for path in (tmp_path / "lua").iterdir()}
+    assert written.pop("functions.lua") == library().source
+    contract = json.loads(written.pop("scripts.json"))
+    assert contract == json.loads(cli(None, "scripts", "--json").stdout)
+    assert written == {f"{name}.lua": spec.source for name, spec in specs().items()}
+    assert contract["library"]["name"] == library().name
+    for row in contract["scripts"]:
+        spec = specs()[row["name"]]
+        assert (row["sha"], row["keys"], row["args"]) == (
+            spec.sha,
+            list(spec.keys),
+            list(spec.args),
+        )
+        assert row["function"] == function_name(spec.name) and row["read_only"] == spec.read_only
+    variadic = {r["name"]: r["per_item"] for r in contract["scripts"] if r["per_item"]}
+    assert variadic == {"context": 1, "remember_many": 7}  # (skip ids; items)
+
+
+def test_redis_cli_loads_the_exported_scripts_and_reads_what_python_reads(
+    server: Server, client: redis.Redis, tmp_path: Path
+) -> None:
+    """The export block of docs/lua-contract.md, as written, by bash and redis-cli (no
+    redis-py): FUNCTION LOAD and SCRIPT LOAD of the files, remember by FCALL and EVALSHA,
+    the window by FCALL_RO; then the Python store reads the same memories."""
+    from memevict.functions import library
+
+    client.function_flush()  # (the block loads the library on a server without it)
+    [block] = re.findall(r"```sh\n(memevict scripts --out .*?)```", docs.text(), re.S)
+    script = block.replace("redis-cli ", f"{redis_cli()} -p {server.port} ")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    window = json.loads(done.stdout.splitlines()[-1])
+    assert client.function_list(library=library().name)
+    assert client.script_exists(specs()["remember"].sha) == [True]
+    seen = MemoryStore(client, "agent-7", read_only=True).window()
+    assert [(m.id, m.text, m.tokens, m.group) for m in seen] == [
+        ("pw", "the password is swordfish", 1, None),
+        ("deploy", "deploy from main only", 5, "ops"),
+    ]
+    assert window[1:3] == [seen.tokens, seen.left] == [6, 0]
+    for raw, memory in zip(window[0], seen, strict=True):  # every field, in Memory's order
+        id, importance, score, tier, whitelisted, *times, text, tokens, group = raw
+        parsed = (id, float(importance), float(score), tier, bool(whitelisted), *times)
+        assert (*parsed, text, tokens, group or None) == dataclasses.astuple(memory)

@@ -101,6 +101,8 @@ def _memory_line(m: Memory) -> str:
     )
 
 
+LIBRARY_FILE = "functions.lua"  # (scripts --out; what scripts --source functions prints)
+MANIFEST_FILE = "scripts.json"  # (scripts --out; what scripts --json prints)
 _MAX_DRAIN_CALLS = 10_000  # memevict evict: 2,000,000 memories moved at most
 json_option = click.option(
     "--json",
@@ -177,22 +179,86 @@ def main(ctx: click.Context, url: str | None, namespace: str, as_json: bool) -> 
     help="Print the text memevict sends for script NAME (helpers inlined), or for "
     "'functions', the Functions library.",
 )
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, writable=True),
+    default=None,
+    help="Write every script as memevict sends it (NAME.lua), the Functions library "
+    f"({LIBRARY_FILE}) and the list as JSON ({MANIFEST_FILE}) to this directory, for a "
+    "client in another language.",
+)
 @json_option
-def scripts(source_of: str | None, as_json: bool) -> None:
-    """List the Lua scripts: name, SHA1, key count."""
-    if source_of is not None:
-        from memevict.functions import library
+def scripts(source_of: str | None, out_dir: str | None, as_json: bool) -> None:
+    """List the Lua scripts: name, SHA1, key count (with --json: each one's FCALL
+    name, KEYS roles and ARGV names, and the library's name)."""
+    from memevict.functions import library
 
+    if source_of is not None and out_dir is not None:
+        raise click.UsageError("--source prints one script, --out writes them all: not both")
+    if source_of is not None:
         if source_of != "functions" and source_of not in specs():
             raise click.BadParameter(f"no script {source_of!r}", param_hint="--source")
         text = library().source if source_of == "functions" else specs()[source_of].source
         click.echo(text, nl=False)
         return
-    rows = [
-        {"name": s.name, "sha": s.sha, "keys": len(s.keys), "read_only": s.read_only}
-        for s in specs().values()
-    ]
-    _emit(rows, as_json, lambda: "\n".join(f"{r['name']:<10} {r['sha']} {r['keys']}" for r in rows))
+    contract = _contract()
+    if out_dir is not None:
+        from pathlib import Path
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        files = {f"{s.name}.lua": s.source for s in specs().values()}
+        files[LIBRARY_FILE] = library().source
+        files[MANIFEST_FILE] = json.dumps(contract, indent=2, sort_keys=True) + "\n"
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+        _emit(
+            {"directory": str(out), "files": sorted(files)},
+            as_json,
+            lambda: f"wrote {len(files) - 2} scripts, {LIBRARY_FILE} and {MANIFEST_FILE} to {out}",
+        )
+        return
+    rows = contract["scripts"]
+    _emit(
+        contract,
+        as_json,
+        lambda: "\n".join(f"{r['name']:<10} {r['sha']} {len(r['keys'])}" for r in rows),
+    )
+
+
+def _contract() -> dict[str, Any]:
+    """What a client in any language needs to call the scripts: the library, how keys
+    are named, and each script's file, SHA1, FCALL name, KEYS roles and ARGV names (a
+    variadic script's last ARGV repeats per_item values per item)."""
+    from memevict.functions import function_name, library
+
+    lib = library()
+    return {
+        "library": {
+            "name": lib.name,
+            "version": lib.version,
+            "file": LIBRARY_FILE,
+            "version_function": lib.version_function,
+        },
+        "key": key_name("NAMESPACE", "ROLE"),
+        "receipt_key": key_name("NAMESPACE", "call:CALL_ID"),
+        "scripts": [
+            {
+                "name": s.name,
+                "file": f"{s.name}.lua",
+                "sha": s.sha,
+                "function": function_name(s.name, lib.name),
+                "read_only": s.read_only,
+                "keys": list(s.keys),
+                "key_types": list(s.key_types),
+                "args": list(s.args),
+                "per_item": s.group,
+                "errors": list(s.errors),
+            }
+            for s in specs().values()
+        ],
+    }
 
 
 @main.command()
