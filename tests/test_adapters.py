@@ -65,7 +65,7 @@ def test_every_adapter_has_the_same_shape(adapter: type) -> None:
     parameters = inspect.signature(adapter).parameters
     first = next(iter(parameters.values()))
     assert first.name == "session_id" and first.kind is first.POSITIONAL_OR_KEYWORD
-    for name in ("url", "client", "store", "max_tokens", "namespace", "recent"):
+    for name in ("url", "client", "store", "max_tokens", "namespace", "recent", "on_lost"):
         assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, name
     assert any(p.kind is p.VAR_KEYWORD for p in parameters.values())  # Policy fields
     assert list(inspect.signature(adapter.from_url).parameters)[:2] == ["session_id", "url"]

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
+from memevict.commands import MAX_TOKENS as MAX_MEMORY_TOKENS
 from memevict.errors import BadArgument, BadNamespace, NamespaceLost
 from memevict.importance import Labeler, Message
 from memevict.labelers import aimportances_of, importances_of
@@ -33,6 +34,8 @@ from memevict.results import Context, Memory
 from memevict.store import MemoryStore
 
 TokenCounter = Callable[[str], int]
+# Called with the namespace when an adapter finds it lost (see BaseConversation._lost).
+OnLost = Callable[[str], object]
 
 log = logging.getLogger("memevict.integrations")
 
@@ -65,16 +68,46 @@ def sha256_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+HASHED = "sha256:"  # what starts a name made of a hash (see hashed_name)
+
+
+def fits(value: str, max_bytes: int) -> bool:
+    """Whether memevict takes ``value`` as an id or a group: 1..max_bytes of UTF-8, no NUL
+    (a lone surrogate is not UTF-8)."""
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return 1 <= len(raw) <= max_bytes and b"\0" not in raw
+
+
+def hashed_name(prefix: str, value: str, takes: Callable[[str], bool]) -> str:
+    """``prefix`` and ``value``, or ``prefix`` and ``sha256:<hex of value>`` where memevict
+    does not ``take`` that name, or where ``value`` itself starts with ``sha256:``: so no
+    two values get the same name (a value ``sha256:<hex>`` is hashed too, instead of
+    standing for the value whose hash it looks like)."""
+    name = f"{prefix}{value}"
+    if not value.startswith(HASHED) and takes(name):
+        return name
+    return f"{prefix}{HASHED}{sha256_of(value)}"
+
+
+def _is_namespace(name: str) -> bool:
+    try:
+        check_namespace(name)
+    except BadNamespace:
+        return False
+    return True
+
+
 def namespace_for(framework: str, session_id: str) -> str:
     """The namespace of a session: ``<framework>:<session_id>``, or
     ``<framework>:sha256:<hex of the id>`` when that is not a namespace memevict takes
-    (spaces, braces, ``*?[]\\``, unprintable characters, a namespace over 256 bytes)."""
+    (spaces, braces, ``*?[]\\``, unprintable characters, a namespace over 256 bytes) or
+    when the id itself starts with ``sha256:``; so two ids never share a namespace."""
     if not isinstance(session_id, str):
         raise BadArgument(f"session_id must be a string, got {session_id!r}")
-    try:
-        return check_namespace(f"{framework}:{session_id}")
-    except BadNamespace:
-        return f"{framework}:sha256:{sha256_of(session_id)}"
+    return hashed_name(f"{framework}:", session_id, _is_namespace)
 
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
@@ -105,13 +138,15 @@ class Settings:
     """What an adapter makes its conversations with, from its constructor's arguments:
     the prompt's budget ``max_tokens`` and the other Policy fields (``policy``), applied
     to the namespace if its stored policy differs; the ``labeler``, the ``count_tokens``
-    of the text the model reads, and ``pin_at`` (see :class:`Conversation`)."""
+    of the text the model reads, and ``pin_at`` (see :class:`Conversation`); ``on_lost``,
+    called with the namespace when the conversation finds it lost (:class:`Conversation`)."""
 
     max_tokens: int
     policy: Mapping[str, float | int | str]
     labeler: Labeler
     count_tokens: TokenCounter
     pin_at: float
+    on_lost: OnLost | None = None
 
     def namespace_policy(self) -> Policy:
         """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
@@ -126,6 +161,9 @@ class Entry:
     text: str  # the item serialized, as the adapter reads it back
     message: Message  # what the labeler reads; its text is what count_tokens counts
     group: str | None = None  # items of one group are kept or evicted together
+    # What changes when the item is edited under the same id (None: it never is): an
+    # entry whose digest differs from the one stored is remembered again (its new cost).
+    digest: object = None
 
 
 def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
@@ -177,20 +215,32 @@ def _compose(window: Context | None, first: Sequence[Entry]) -> list[tuple[str, 
 
 
 class _Known:
-    """The ids this process has seen stored, so that items passed again (a framework
-    resends the whole history on every call) are not remembered again."""
+    """The ids this process has seen stored, with their entries' digests, so that items
+    passed again (a framework resends the whole history on every call) are not
+    remembered again, unless edited (another digest)."""
 
     def __init__(self) -> None:
-        self._ids: dict[str, None] = {}
+        self._ids: dict[str, object] = {}
 
     def __contains__(self, id: object) -> bool:
         return id in self._ids
 
-    def add(self, ids: Iterable[str]) -> None:
-        for id in ids:
-            self._ids[id] = None
+    def get(self, id: str, default: object = None) -> object:
+        """The digest of the entry stored as ``id`` (``default`` if it is not known)."""
+        return self._ids.get(id, default)
+
+    def holds(self, entry: Entry) -> bool:
+        """Whether ``entry`` is known as it is (the same id and digest)."""
+        return entry.id in self._ids and self._ids[entry.id] == entry.digest
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        for e in entries:
+            self._ids[e.id] = e.digest
         while len(self._ids) > _KNOWN:
             del self._ids[next(iter(self._ids))]
+
+    def discard(self, id: str) -> None:
+        self._ids.pop(id, None)
 
     def clear(self) -> None:
         self._ids.clear()
@@ -280,37 +330,70 @@ class BaseConversation(Generic[StoreT]):
         self._known = _Known()
         self._epoch: int | None = None  # of the namespace, as the last window saw it
         self._asked: Item | None = None  # the latest user message, as last remembered
+        self.losses = 0  # the times this conversation found its namespace lost
+        self._loss_noted = False  # (a loss met by a call, before the next window)
+        self._foreign_noted = False
 
     def fresh(self: B) -> B:
         """A new conversation on the same store with the same settings, knowing nothing."""
         return type(self)(self.store, self.settings)
 
     @property
-    def known(self) -> Container[str]:
-        """Ids this conversation has stored or found stored (the newest 10,000)."""
+    def known(self) -> _Known:
+        """Ids this conversation has stored or found stored (the newest 10,000), with
+        their entries' digests."""
         return self._known
+
+    def forget_asked(self, id: str) -> None:
+        """Forgets that ``id`` was stored (removed: a pop), so that it is not remembered
+        again as the question of a later answer."""
+        self._known.discard(id)
+        if self._asked is not None and self._asked.id == id:
+            self._asked = None
+
+    def note_foreign(self, ids: Sequence[str]) -> None:
+        """Logs, once per conversation, memories of the namespace the adapter did not
+        write (an operator's ``memevict remember``), which it leaves out of the prompt."""
+        if ids and not self._foreign_noted:
+            self._foreign_noted = True
+            log.warning(
+                "memevict: namespace %r holds memories this adapter did not write (%s): "
+                "left out of the prompt (said once)",
+                self.store.namespace,
+                ", ".join(repr(id) for id in ids[:3]),
+            )
 
     def _importances(self, messages: list[Message]) -> Any:
         """The labeler's importances of ``messages`` (awaitable in an async conversation)."""
         raise NotImplementedError
 
     def _changes(self, stored: Policy) -> dict[str, Any]:
-        """The fields given in code that the namespace's stored policy does not have."""
-        return {k: v for k, v in self._wanted.items() if getattr(stored, k) != v}
+        """The fields given in code that the namespace's stored policy does not have,
+        each logged with its stored value (an operator's change is set back)."""
+        changes = {k: v for k, v in self._wanted.items() if getattr(stored, k) != v}
+        for field, value in changes.items():
+            log.warning(
+                "memevict: namespace %r has %s=%r, set to %r as given in code",
+                self.store.namespace,
+                field,
+                getattr(stored, field),
+                value,
+            )
+        return changes
 
     def _unseen(self, entries: Sequence[Entry]) -> list[Entry]:
-        return [e for e in entries if e.id not in self._known]
+        return [e for e in entries if not self._known.holds(e)]
 
-    def _new(self, entries: Sequence[Entry], stored: set[str]) -> list[Entry]:
-        """``entries`` less those found ``stored``, which become known."""
-        self._known.add(stored)
-        return [e for e in entries if e.id not in stored]
+    def _count(self, entry: Entry) -> int:
+        """The cost of an entry: count_tokens of what the model reads of it, at least 1
+        (an empty reply costs 0 with a tokenizer; a memory costs 1 at least)."""
+        return min(max(1, self.count_tokens(entry.message.text)), MAX_MEMORY_TOKENS)
 
     def _item(self, entry: Entry, importance: float) -> Item:
         """The memory of an entry; one over the whole budget is remembered alone at the
         lowest importance, so that it goes to the cold tier at once (kept, recallable)
         instead of being refused or evicting everything else."""
-        tokens = self.count_tokens(entry.message.text)
+        tokens = self._count(entry)
         if 0 < self.max_tokens < tokens:
             log.warning(
                 "memevict: %s costs %d tokens, over max_tokens %d: kept in the cold tier, "
@@ -351,7 +434,7 @@ class BaseConversation(Generic[StoreT]):
         return out
 
     def _cost(self, entries: Iterable[Entry]) -> int:
-        return sum(self.count_tokens(e.message.text) for e in entries)
+        return sum(map(self._count, entries))
 
     def _first(
         self, tail: Sequence[Entry], recent: Sequence[Entry]
@@ -369,6 +452,19 @@ class BaseConversation(Generic[StoreT]):
             left = None if left is None else left - cost
         return kept + [e for e in tail], left
 
+    def _forget_all(self) -> None:
+        """After the namespace was lost: nothing this conversation stored is there (its
+        question is not lifted again: it may have been cleared on purpose)."""
+        self._settled = False
+        self._known.clear()
+        self._asked = None
+
+    def _tell_lost(self) -> None:
+        """Counts a loss and tells ``on_lost`` (which may raise: the call fails, once)."""
+        self.losses += 1
+        if self.settings.on_lost is not None:
+            self.settings.on_lost(self.store.namespace)
+
     def _recreating(self) -> None:
         """Before starting again a namespace lost under the store (NamespaceLost): the
         next window finds a new epoch (see _lost), so what the framework still holds is
@@ -378,21 +474,27 @@ class BaseConversation(Generic[StoreT]):
             "failover): starting it again",
             self.store.namespace,
         )
-        self._settled = False
-        self._known.clear()
+        self._forget_all()
+        if not self._loss_noted:  # (the next window finds the same loss: told once)
+            self._loss_noted = True
+            self._tell_lost()
 
     def _lost(self, window: Context) -> bool:
-        """Whether the namespace was created again since the last window (its keys lost):
-        then nothing this conversation stored is there, whatever ``known`` says."""
+        """Whether the namespace was created again since the last window (its keys lost,
+        or dropped by another worker): then nothing this conversation stored is there,
+        whatever ``known`` says."""
         lost = self._epoch is not None and window.epoch != self._epoch
         self._epoch = window.epoch
+        noted, self._loss_noted = self._loss_noted, False
         if lost:
             log.warning(
                 "memevict: namespace %r was lost (FLUSHDB, idle_ttl_s, a restart without "
-                "persistence): storing the conversation again",
+                "persistence, a clear by another worker): storing the conversation again",
                 self.store.namespace,
             )
-            self._known.clear()
+            self._forget_all()
+            if not noted:
+                self._tell_lost()
         return lost
 
     # --- the logic, as steps (see Conversation for what each does) ------------------
@@ -407,10 +509,11 @@ class BaseConversation(Generic[StoreT]):
 
     def _add_steps(self, entries: Sequence[Entry], only_new: bool) -> Steps[None]:
         yield from self._settle_steps()
-        asked = self._asked
+        asked, losses = self._asked, self.losses
 
         def attempt() -> Steps[None]:
-            self._asked = asked
+            # (again after a loss: without the question, which went with the namespace)
+            self._asked = asked if self.losses == losses else None
             yield from self._remember_steps(entries, only_new)
 
         yield from self._again(attempt)
@@ -433,15 +536,18 @@ class BaseConversation(Generic[StoreT]):
     def _remember_steps(self, entries: Sequence[Entry], only_new: bool) -> Steps[None]:
         if only_new:
             entries = self._unseen(entries)
-            stored = set()
+            stored = []
             for e in entries:
-                if (yield partial(self.store.get, e.id)):
-                    stored.add(e.id)
-            entries = self._new(entries, stored)
+                memory = yield partial(self.store.get, e.id)
+                # (an entry with a digest may be edited: stored with another text)
+                if memory is not None and (e.digest is None or memory.text == e.text):
+                    stored.append(e)
+            self._known.add(stored)
+            entries = without(entries, stored)
         importances = yield partial(self._importances, [e.message for e in entries])
         for batch in _batches(self._items(entries, importances)):
             yield partial(self.store.remember_many, batch)
-        self._known.add(e.id for e in entries)
+        self._known.add(entries)
 
     def _context_steps(
         self, budget: int | None, first: Sequence[Entry]
@@ -452,10 +558,7 @@ class BaseConversation(Generic[StoreT]):
         window: Context = yield from self._again(
             lambda: _call(partial(self.store.context, budget, skip=skip))
         )
-        lost = self._lost(window)
-        if lost:
-            self._settled = False
-        return window, lost
+        return window, self._lost(window)
 
     def _window_steps(
         self, tail: Sequence[Entry], recent: Sequence[Entry]
@@ -464,7 +567,10 @@ class BaseConversation(Generic[StoreT]):
         first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
             return _compose(None, first)
-        return _compose((yield from self._context_steps(budget, first))[0], first)
+        window, lost = yield from self._context_steps(budget, first)
+        if lost and recent:  # (what this process held is not stored: not sent either)
+            return (yield from self._window_steps(tail, ()))
+        return _compose(window, first)
 
     def turn_steps(
         self,

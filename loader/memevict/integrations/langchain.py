@@ -91,6 +91,7 @@ from memevict.integrations._conversation import (
     Conversation,
     ConversationT,
     Entry,
+    OnLost,
     Settings,
     Steps,
     StoreT,
@@ -99,6 +100,8 @@ from memevict.integrations._conversation import (
     arun_steps,
     check_one_of,
     conversation_policy,
+    fits,
+    hashed_name,
     namespace_for,
     recent_of,
     run_steps,
@@ -114,15 +117,6 @@ _CONVERSATIONS = 1024  # namespaces whose Conversation a middleware keeps open
 M = TypeVar("M", bound=BaseMessage)
 
 
-def _fits(value: str, max_bytes: int) -> bool:
-    """Whether memevict takes ``value`` as an id or a group: 1..max_bytes of UTF-8, no NUL."""
-    try:
-        raw = value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return 1 <= len(raw) <= max_bytes and b"\0" not in raw
-
-
 def text_of(message: BaseMessage) -> str:
     """The text remembered for ``message``: the JSON of ``message_to_dict(message)``, from
     which ``messages_from_dict`` rebuilds it."""
@@ -132,7 +126,7 @@ def text_of(message: BaseMessage) -> str:
 def id_of(message: BaseMessage, text: str | None = None) -> str:
     """The memory id of ``message``: its ``id``, or ``sha256:`` and the hash of its text
     when it has none (or one memevict cannot take)."""
-    if isinstance(message.id, str) and _fits(message.id, MAX_ID_BYTES):
+    if isinstance(message.id, str) and fits(message.id, MAX_ID_BYTES):
         return message.id
     return "sha256:" + sha256_of(text_of(message) if text is None else text)
 
@@ -168,18 +162,38 @@ def message_of(message: BaseMessage) -> Message:
 
 
 def group_of(ai_id: str) -> str:
-    """The group of an AI message with tool calls and of its ``ToolMessage``s."""
-    group = f"ai:{ai_id}"
-    return group if _fits(group, MAX_GROUP_BYTES) else "ai:sha256:" + sha256_of(ai_id)
+    """The group of an AI message with tool calls and of its ``ToolMessage``s:
+    ``ai:<id>``, or ``ai:sha256:<hex of the id>`` (see
+    :func:`~memevict.integrations._conversation.hashed_name`)."""
+    return hashed_name("ai:", ai_id, lambda group: fits(group, MAX_GROUP_BYTES))
+
+
+def digest_of(message: BaseMessage) -> object:
+    """What changes when a message of the graph state is edited under its id (its
+    content, tool calls or status), cheaply: the message is then remembered again, with
+    its new cost."""
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
+    status = message.status if isinstance(message, ToolMessage) else None
+    return hash((message.type, str(message.content), repr(calls) if calls else "", status))
+
+
+def _as_known(known: Container[str], id: str, message: BaseMessage) -> bool:
+    """Whether ``message`` is ``known`` as it is (a mapping of ids to digests: with the
+    same digest)."""
+    if id not in known:
+        return False
+    get = getattr(known, "get", None)
+    return get is None or get(id) == digest_of(message)
 
 
 def entries_of(
     messages: Sequence[M], known: Container[str] = (), recent: int = 1
 ) -> tuple[list[Entry], dict[str, M]]:
     """The entries of ``messages`` in order, and the message of each id (of messages with
-    the same id, the last). A message whose id is ``known`` (remembered already) gets no
-    entry, unless it is of the current turn or of the last ``recent``: only the new,
-    the recent and the current are serialized."""
+    the same id, the last). A message ``known`` as it is (remembered already, with the
+    same :func:`digest_of` where ``known`` maps ids to digests) gets no entry, unless it
+    is of the current turn or of the last ``recent``: only the new, the edited, the
+    recent and the current are serialized."""
     ids = [id_of(m) for m in messages]
     call_group: dict[str, str] = {}  # tool_call_id -> the group of its AI message
     for message, id in zip(messages, ids, strict=True):
@@ -199,10 +213,14 @@ def entries_of(
     by_id = {id: message for id, message in zip(ids, messages, strict=True)}
     at = {id: i for i, id in enumerate(ids)}
     entries = [
-        Entry(id, text_of(message), message_of(message), group)
+        Entry(id, text_of(message), message_of(message), group, digest_of(message))
         for i, (message, id, group) in enumerate(zip(messages, ids, groups, strict=True))
         if at[id] == i
-        and (id not in known or i >= len(messages) - recent or (current and group == current))
+        and (
+            not _as_known(known, id, message)
+            or i >= len(messages) - recent
+            or (current and group == current)
+        )
     ]
     return entries, by_id
 
@@ -248,6 +266,12 @@ def thread_id_of(request: ModelRequest[ContextT]) -> str | None:
             return None
         thread = configurable.get("thread_id")
     return None if thread is None else str(thread)
+
+
+def foreign(window: Sequence[tuple[str, str]], by_id: Container[str]) -> list[str]:
+    """The ids of the window that are not a message this adapter stored (an operator's
+    ``memevict remember``): not in the request, and not a message's JSON."""
+    return [id for id, text in window if id not in by_id and not text.startswith('{"type":')]
 
 
 def _sent(
@@ -316,9 +340,11 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         recent: int = RECENT,
+        on_lost: OnLost | None = None,
         **policy: float | int | str,
     ) -> None:
         super().__init__()
+        self.on_lost = on_lost
         self.recent = recent
         check_one_of("MemevictMiddleware", url, client, store)
         self.url = url
@@ -376,7 +402,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     def _conversation(self, store: StoreT) -> Any:
         kind = Conversation if isinstance(store, MemoryStore) else AsyncConversation
         settings = Settings(
-            self.max_tokens, self.policy_fields, self.labeler, self.count_tokens, self.pin_at
+            self.max_tokens,
+            self.policy_fields,
+            self.labeler,
+            self.count_tokens,
+            self.pin_at,
+            self.on_lost,
         )
         return kind(store, settings)
 
@@ -496,4 +527,5 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
 
         recent = recent_of(history, self.recent)
         window = yield from conversation.turn_steps(history, tail, recent, again)
+        conversation.note_foreign(foreign(window, by_id))
         return _sent(window, tail, by_id)

@@ -17,6 +17,11 @@ half of either (the Responses API rejects both). The hot tier holds at most
 the current turn, by the SDK). ``get_items`` returns the window in time order;
 ``pop_item`` removes the newest item of the window; ``clear_session`` drops the
 namespace.
+
+An item's id is the hash of the item before it and of its own JSON (:func:`item_id`):
+the same items added again after a failed call (a retried ``add_items``, or a retried
+run, which adds its input again) get the same ids and are stored once, while the same
+words said again later follow other items, and are stored again.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memevict.aio import AsyncMemoryStore
+from memevict.commands import MAX_GROUP_BYTES
 from memevict.errors import NotFound
 from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
@@ -36,12 +42,16 @@ from memevict.integrations._conversation import (
     RECENT,
     AsyncConversation,
     Entry,
+    OnLost,
     Settings,
     TokenCounter,
     approx_tokens,
+    fits,
+    hashed_name,
     namespace_for,
     open_conversation,
     recent_of,
+    sha256_of,
 )
 from memevict.registry import AsyncClient
 
@@ -72,6 +82,31 @@ def loads_all(texts: Sequence[str]) -> list[Item]:
     return [json.loads(text) for text in texts]
 
 
+def _is_item(value: object) -> bool:
+    return isinstance(value, dict) and ("type" in value or "role" in value)
+
+
+def items_of(window: Sequence[tuple[str, str]]) -> tuple[list[Item], list[str]]:
+    """The items of a window's texts, and the ids of the texts that are not an item (a
+    memory this session did not write: an operator's ``memevict remember``), left out."""
+    texts = [text for _, text in window]
+    with contextlib.suppress(ValueError):
+        items = loads_all(texts)
+        if all(map(_is_item, items)):
+            return items, []
+    kept, foreign = [], []
+    for id, text in window:
+        try:
+            item = json.loads(text)
+        except ValueError:
+            item = None
+        if _is_item(item):
+            kept.append(item)
+        else:
+            foreign.append(id)
+    return kept, foreign
+
+
 def message_of(item: Item) -> Message:
     """What the labeler reads of an item."""
     kind = str(item.get("type") or "message")
@@ -87,21 +122,37 @@ def message_of(item: Item) -> Message:
 
 
 def call_group(item: Item) -> str | None:
-    """The group of a tool call or its output: ``call:<call_id>``."""
+    """The group of a tool call or its output: ``call:<call_id>``, or
+    ``call:sha256:<hex of the call_id>`` for one that is not a group memevict takes (over
+    256 bytes, a NUL, a lone surrogate) or that starts with ``sha256:``."""
     call_id = item.get("call_id")
     kind = str(item.get("type") or "")
     if call_id and (kind.endswith("_call") or kind.endswith("_call_output")):
-        return f"call:{call_id}"[:256]
+        return hashed_name("call:", str(call_id), lambda group: fits(group, MAX_GROUP_BYTES))
     return None
 
 
+def chain_root() -> str:
+    """Where a session object's chain of ids starts: its own (see :func:`item_id`)."""
+    return secrets.token_hex(16)
+
+
+def item_id(after: str, text: str) -> str:
+    """The id of an item whose JSON is ``text``, added after the item ``after``."""
+    return sha256_of(f"{after}\n{text}")
+
+
 def entries_of(
-    items: Sequence[Item], open_group: str | None = None
+    items: Sequence[Item], open_group: str | None = None, after: str | None = None
 ) -> tuple[list[Entry], str | None]:
     """Entries for new items, in order, and the group a trailing reasoning item left open
     for the next item. A reasoning item takes the group of the item after it (or a group
-    of its own that the next item joins)."""
-    ids = [secrets.token_hex(8) for _ in items]
+    of its own that the next item joins). Each id is :func:`item_id` of the one before
+    (``after`` for the first: a chain of its own if None) and of the item's JSON."""
+    texts = [json.dumps(item, separators=(",", ":")) for item in items]
+    ids: list[str] = []
+    for text in texts:
+        ids.append(item_id(ids[-1] if ids else after or chain_root(), text))
     groups: list[str | None] = [call_group(item) for item in items]
     for i in range(len(items) - 1, -1, -1):  # a reasoning item and the one after it
         if items[i].get("type") == "reasoning":
@@ -115,8 +166,8 @@ def entries_of(
         groups[0] = open_group
     left_open = groups[-1] if items and items[-1].get("type") == "reasoning" else None
     entries = [
-        Entry(id, json.dumps(item, separators=(",", ":")), message_of(item), group)
-        for id, item, group in zip(ids, items, groups, strict=True)
+        Entry(id, text, message_of(item), group)
+        for id, text, item, group in zip(ids, texts, items, groups, strict=True)
     ]
     return entries, left_open
 
@@ -160,16 +211,18 @@ def whole_tail(items: list[Item], limit: int) -> list[Item]:
 
 class MemevictSession:
     """An OpenAI Agents SDK session backed by one memevict namespace, ``openai:<session_id>``
-    (hashed where the id has characters a namespace cannot take; ``namespace`` names
-    another). Give it one of ``url`` (a single server or a cluster node; the session owns
-    that client: :meth:`close`), ``client`` (a ``redis.asyncio`` client, shared by any
-    number of sessions) or ``store`` (an :class:`~memevict.aio.AsyncMemoryStore`, whose
-    namespace it uses). ``max_tokens`` is the history's token budget (0: none), in which
-    the ``recent`` items this session added last are sent whatever their rank (while they
-    fit, a group whole); it and
-    any other Policy field given in ``policy`` are applied to the namespace when its
-    stored policy differs. ``MemevictSession.from_url(session_id, url, ...)`` is the
-    same as ``url=``."""
+    (hashed where the id has characters a namespace cannot take, or starts with
+    ``sha256:``; ``namespace`` names another). Give it one of ``url`` (a single server or
+    a cluster node; the session owns that client: :meth:`close`), ``client`` (a
+    ``redis.asyncio`` client, shared by any number of sessions) or ``store`` (an
+    :class:`~memevict.aio.AsyncMemoryStore`, whose namespace it uses). ``max_tokens`` is
+    the history's token budget (0: none), in which the ``recent`` items this session
+    added last are sent whatever their rank (while they fit, a group whole); it and any
+    other Policy field given in ``policy`` are applied to the namespace when its stored
+    policy differs. ``on_lost`` is called with the namespace when the session finds it
+    lost (a restart without persistence, a FLUSHDB, a clear by another worker): the
+    session then goes on from empty; raise from it to fail that call.
+    ``MemevictSession.from_url(session_id, url, ...)`` is the same as ``url=``."""
 
     def __init__(
         self,
@@ -184,14 +237,16 @@ class MemevictSession:
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         recent: int = RECENT,
+        on_lost: OnLost | None = None,
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
+        self.on_lost = on_lost
         self.conversation = open_conversation(
             AsyncConversation,
             "MemevictSession",
             namespace or namespace_for("openai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, self._lost),
             url=url,
             client=client,
             store=store,
@@ -199,37 +254,80 @@ class MemevictSession:
         self.store = self.conversation.store
         self.session_id = session_id
         self.session_settings = session_settings
-        self._open_group: str | None = None
         self.recent = recent
+        self._start()
+
+    def _start(self) -> None:
+        """What the session holds of its conversation, anew (cleared or lost)."""
+        self._open_group: str | None = None
         self._added: list[Entry] = []  # the newest entries this session added (their groups)
+        self._head = chain_root()  # the id of the last item added (see item_id)
+        # Where the items added since the last get_items began (a run reads, then adds its
+        # input), the first of them, and whether an add failed since: a run retried after
+        # the failure adds its input again, after that same item.
+        self._turn: tuple[str, str | None] = (self._head, None)
+        self._turn_first: str | None = None
+        self._failed = False
+
+    def _lost(self, namespace: str) -> None:
+        self._start()
+        if self.on_lost is not None:
+            self.on_lost(namespace)
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **kwargs: Any) -> MemevictSession:
         """A session on a client of its own of ``url`` (closed by :meth:`close`)."""
         return cls(session_id, url=url, **kwargs)
 
+    async def _window(self) -> list[tuple[str, str]]:
+        recent = recent_of(self._added, self.recent)
+        return await self.conversation.window(recent=recent)
+
+    def _items(self, window: Sequence[tuple[str, str]]) -> list[Item]:
+        items, foreign = items_of(window)
+        self.conversation.note_foreign(foreign)
+        return items
+
     async def get_items(self, limit: int | None = None) -> list[Item]:
         """The window in time order (its last ``limit`` items), with no tool call cut from
         its output nor reasoning item from the item after it."""
-        recent = recent_of(self._added, self.recent)
-        items = loads_all([text for _, text in await self.conversation.window(recent=recent)])
+        if not self._failed:
+            self._turn, self._turn_first = (self._head, self._open_group), None
+        items = self._items(await self._window())
         return whole_calls(items) if limit is None else whole_tail(items, limit)
 
     async def add_items(self, items: list[Item]) -> None:
         """Remembers new items, evicting to the token budget (an item over the whole budget
-        goes straight to the cold tier, with a warning)."""
+        goes straight to the cold tier, with a warning). The same items added again after
+        a failed call are stored once (see :func:`item_id`)."""
         if not items:
             return
-        entries, self._open_group = entries_of(items, self._open_group)
-        await self.conversation.add(entries)
-        self._added = [*self._added, *entries][-(self.recent + _GROUP_ROOM) :]
+        after, open_group = self._head, self._open_group
+        if self._failed and self._turn_first is not None:  # (a retried run's input?)
+            again, _ = entries_of(items[:1], self._turn[1], self._turn[0])
+            if again[0].id == self._turn_first:
+                after, open_group = self._turn
+        entries, left_open = entries_of(items, open_group, after)
+        try:
+            await self.conversation.add(entries)
+        except BaseException:
+            self._failed = True  # (the same items again get the same ids)
+            raise
+        if (after, open_group) == self._turn:
+            self._turn_first = entries[0].id
+        self._failed = False
+        self._head, self._open_group = entries[-1].id, left_open
+        ids = {e.id for e in entries}
+        kept = [e for e in self._added if e.id not in ids]
+        self._added = [*kept, *entries][-(self.recent + _GROUP_ROOM) :]
 
     async def pop_item(self) -> Item | None:
         """Removes and returns the newest item of the window (its group keeps the rest)."""
-        window = await self.conversation.window()
-        if not window:
+        window = await self._window()
+        readable = [(id, text) for id, text in window if self._items([(id, text)])]
+        if not readable:
             return None
-        id, text = window[-1]
+        id, text = readable[-1]
         memory = await self.store.get(id)
         if memory is not None and memory.group is not None:
             # Out of its group first, so that forget takes it alone.
@@ -238,13 +336,16 @@ class MemevictSession:
             )
         with contextlib.suppress(NotFound):  # (forgotten meanwhile by another worker)
             await self.store.forget(id)
+        self.conversation.forget_asked(id)  # (not lifted back as a question)
         self._added = [e for e in self._added if e.id != id]
         return dict(json.loads(text))
 
     async def clear_session(self) -> None:
-        """Deletes the session's namespace, cold tier included."""
+        """Deletes the session's namespace, cold tier included; nothing this session
+        held of it is sent or stored again."""
         await self.store.drop()
-        self._open_group, self._added = None, []
+        self.conversation = self.conversation.fresh()
+        self._start()
 
     async def close(self) -> None:
         """Closes the client if the session made it (from ``url``)."""

@@ -60,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
     BaseToolCallPart,
@@ -90,6 +90,7 @@ from memevict.integrations._conversation import (
     BaseConversation,
     Conversation,
     Entry,
+    OnLost,
     Settings,
     Steps,
     StoreT,
@@ -269,6 +270,16 @@ def _read(text: str) -> ModelMessage:
     return ModelMessagesTypeAdapter.validate_json(f"[{text}]")[0]
 
 
+def _readable(text: str) -> ModelMessage | None:
+    """The message of a stored text, or None for one that is not a message (a memory the
+    processor did not write: an operator's ``memevict remember``)."""
+    try:
+        messages = ModelMessagesTypeAdapter.validate_json(f"[{text}]")
+    except ValidationError:
+        return None
+    return messages[0] if len(messages) == 1 else None
+
+
 @dataclass(frozen=True, slots=True)
 class _Turn:
     """A history as entries, and which of them are always sent."""
@@ -331,13 +342,20 @@ class _Order:
         while len(self._seq) > _SEEN:
             self._seq.popitem(last=False)
 
-    def output(self, turn: _Turn, window: list[tuple[str, str]]) -> list[ModelMessage]:
+    def output(
+        self, turn: _Turn, window: list[tuple[str, str]], foreign: list[str]
+    ) -> list[ModelMessage]:
         """The window's messages in time order: the messages given to the processor as
-        they are (the same objects), the others read back from their stored text. By
+        they are (the same objects), the others read back from their stored text (the id
+        of a text that is not a message goes to ``foreign``, the text left out). By
         their timestamps where all have one (another processor of the session may have
         stored some in between); else one this process has not seen keeps its place in
         the window's order (the order first remembered) after the one before it."""
-        messages = [turn.given[id] if id in turn.given else _read(text) for id, text in window]
+        read = {id: _readable(text) for id, text in window if id not in turn.given}
+        foreign += [id for id, message in read.items() if message is None]
+        known = {id: m for id, m in read.items() if m is not None} | turn.given
+        window = [(id, text) for id, text in window if id in known]
+        messages = [known[id] for id, _ in window]
         times = [m.timestamp for m in messages]
         if all(t is not None for t in times):
             at = {id(m): t.timestamp() for m, t in zip(messages, times, strict=True) if t}
@@ -403,7 +421,10 @@ class _Base(Generic[StoreT]):
         history = without(turn.entries, turn.always)
         recent = recent_of(history, self.recent)
         window = yield from self.conversation.turn_steps(history, turn.always, recent, None)
-        return self._order.output(turn, window)
+        foreign: list[str] = []
+        output = self._order.output(turn, window, foreign)
+        self.conversation.note_foreign(foreign)
+        return output
 
     def _cleared(self) -> None:
         """After the namespace was dropped: the conversation and what was seen, anew."""
@@ -440,13 +461,14 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         recent: int = RECENT,
+        on_lost: OnLost | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             AsyncConversation,
             "MemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost),
             url=url,
             client=client,
             store=store,
@@ -491,13 +513,14 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         count_tokens: TokenCounter = approx_tokens,
         pin_at: float = PIN_AT,
         recent: int = RECENT,
+        on_lost: OnLost | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             Conversation,
             "SyncMemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost),
             url=url,
             client=client,
             store=store,
