@@ -177,6 +177,29 @@ def test_namespace_of_is_the_adapters_namespace(session_id: str) -> None:
     assert unknown.exit_code == 2 and "'openai'" in unknown.output
 
 
+# --- item 10: plain text in an adapter's namespace ---------------------------------------
+
+
+@pytest.mark.parametrize("session_id", ["chat-7", "user 7 / chat {3}"])
+def test_remember_warns_before_writing_text_into_an_adapters_namespace(
+    server: Server, client: redis.Redis, session_id: str
+) -> None:
+    from memevict.integrations._conversation import namespace_for
+
+    for adapter in sorted(adapters()):
+        namespace = namespace_for(adapter, session_id)
+        done = cli(server, "-n", namespace, "remember", "note", "-i", "5", "--text", "hi")
+        assert done.exit_code == 0, done.output
+        assert done.stdout.startswith("note score=")  # stdout: the command's own output
+        warning = f"memevict: warning: {namespace!r} is a namespace of the {adapter} adapter"
+        assert done.stderr.startswith(warning), done.stderr
+        assert "leaves this plain text out of the prompt" in done.stderr
+        again = cli(server, "-n", namespace, "remember", "note", "-i", "9")  # no text: none
+        assert again.exit_code == 0 and again.stderr == "", again.stderr
+    mine = cli(server, "-n", "agent-42", "remember", "note", "-i", "5", "--text", "hi")
+    assert mine.exit_code == 0 and mine.stderr == ""
+
+
 # --- item 18: an ACL user of every namespace with a prefix -------------------------------
 
 

@@ -59,6 +59,17 @@ def _say(line: str) -> None:
     click.echo(f"memevict: {line}", err=True)
 
 
+# The adapters, by the framework name each gives namespace_for (memevict/integrations),
+# which makes every namespace of theirs <name>:...
+ADAPTERS = ("openai", "langchain", "pydantic-ai")
+
+
+def _adapter_of(namespace: str) -> str | None:
+    """The adapter whose sessions' namespaces look like ``namespace``, if any (an adapter
+    given a namespace= of another shape is not recognised)."""
+    return next((a for a in ADAPTERS if namespace.startswith(f"{a}:")), None)
+
+
 @contextmanager
 def _store(
     ctx: click.Context, *, read: bool = False, creates: bool = False
@@ -358,6 +369,14 @@ def remember(
     commands.remember(
         id, importance, text=text, whitelist=whitelist, now=now, tokens=tokens, group=group
     )
+    adapter = _adapter_of(ctx.obj["namespace"])
+    if adapter is not None and text is not None:
+        _say(
+            f"warning: {ctx.obj['namespace']!r} is a namespace of the {adapter} adapter, which "
+            "reads back only the items it wrote: it leaves this plain text out of the prompt "
+            "(it still takes room in the hot tier); to give the agent a note, put it in the "
+            "agent's instructions"
+        )
     with _store(ctx, creates=True) as store:
         r = store.remember(
             id, importance, text=text, whitelist=whitelist, now=now, tokens=tokens, group=group
@@ -648,10 +667,6 @@ def _namespace_line(n: Namespace) -> str:
         f"{n.name}  hot={s.hot} cold={s.cold} whitelisted={s.whitelisted} "
         f"protected={s.protected} over={s.over} backlog={s.backlog} tokens={s.tokens}"
     )
-
-
-# The adapters, by the framework name each gives namespace_for (memevict/integrations).
-ADAPTERS = ("openai", "langchain", "pydantic-ai")
 
 
 @main.command("namespace-of")
