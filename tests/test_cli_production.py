@@ -127,10 +127,10 @@ def test_an_async_store_runs_on_the_embedded_server(tmp_path: Path) -> None:
         assert memory is not None and memory.text == "t19"
 
 
-def cli(server: Server | None, *args: str) -> Result:
+def cli(server: Server | None, *args: str, input: str | None = None) -> Result:
     """A command run in-process (``server``: its --url), stdout and stderr apart."""
     url = ["--url", server.url] if server is not None else []
-    return CliRunner().invoke(main, [*url, *args])
+    return CliRunner().invoke(main, [*url, *args], input=input)
 
 
 def test_namespaces_shows_tokens_and_takes_a_prefix(server: Server, client: redis.Redis) -> None:
@@ -175,6 +175,47 @@ def test_namespace_of_is_the_adapters_namespace(session_id: str) -> None:
         assert json.loads(shown.stdout)["namespace"] == namespace_for(adapter, session_id)
     unknown = cli(None, "namespace-of", "--adapter", "crewai", "s1")
     assert unknown.exit_code == 2 and "'openai'" in unknown.output
+
+
+# --- item 17: a damaged namespace is dropped -------------------------------------------
+
+# Damage a store cannot open through (a key of another type, a policy field no value of
+# which is valid), and damage that hides the namespace from `namespaces` (no policy hash).
+DAMAGE = {
+    "hot-a-string": lambda c, k: (c.delete(k + "hot"), c.set(k + "hot", "x")),
+    "state-a-string": lambda c, k: (c.delete(k + "state"), c.set(k + "state", "x")),
+    "policy-field": lambda c, k: c.hset(k + "policy", "max_hot", "banana"),
+    "policy-a-string": lambda c, k: (c.delete(k + "policy"), c.set(k + "policy", "x")),
+    "no-policy": lambda c, k: c.delete(k + "policy"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_drop_deletes_a_damaged_namespace(server: Server, client: redis.Redis, damage: str) -> None:
+    for name in ("broken", "fine"):
+        store = MemoryStore(client, name)
+        store.remember_many([(f"m{i}", 1.0 + i) for i in range(5)])
+        store.remember("g", 2.0, text="grouped", group="g1")
+    DAMAGE[damage](client, "memevict:{broken}:")
+    fine = {key: client.dump(key) for key in client.keys("memevict:{fine}:*")}
+    listed = cli(server, "namespaces").stdout
+    if damage.startswith("policy-a") or damage == "no-policy":
+        assert "broken" not in listed  # (no policy hash: not listed, still droppable)
+    else:
+        assert "broken  cannot be read: " in listed, listed
+    asked = cli(server, "-n", "broken", "drop", input="n\n")
+    assert asked.exit_code == 1 and "Drop namespace 'broken'" in asked.output, asked.output
+    assert client.keys("memevict:{broken}:*")  # refused: nothing deleted
+    present = [k for k in client.keys("memevict:{broken}:*") if b":call:" not in k]
+    done = cli(server, "-n", "broken", "drop", "--yes", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["keys"] == len(present) >= 6
+    left = [k for k in client.keys("memevict:{broken}:*") if b":call:" not in k]
+    assert left == []  # (receipts expire on their own)
+    assert {key: client.dump(key) for key in client.keys("memevict:{fine}:*")} == fine
+    again = cli(server, "-n", "broken", "drop", "--yes")
+    assert again.exit_code == 1 and "namespace 'broken' does not exist" in again.output
+    assert cli(server, "-n", "broken", "remember", "a", "-i", "1").exit_code == 0  # anew
 
 
 # --- item 10: plain text in an adapter's namespace ---------------------------------------

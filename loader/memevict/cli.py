@@ -19,7 +19,7 @@ from memevict.namespaces import Namespace
 from memevict.namespaces import namespaces as list_namespaces
 from memevict.policy import CLOCKS, Policy, field_docs
 from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
-from memevict.scripts import key_name, specs
+from memevict.scripts import key_name, namespace_keys, register, specs
 from memevict.store import MemoryStore
 
 if TYPE_CHECKING:  # (the simulate package loads only when simulate runs)
@@ -540,25 +540,39 @@ def drop(ctx: click.Context, yes: bool, as_json: bool) -> None:
     """Delete the whole namespace: its policy, every memory, hot and cold, and
     every index, in one atomic call. Asks first unless --yes (which --json
     needs). A namespace that does not exist is an error and stays absent."""
-    name = ctx.obj["namespace"]
+    name = check_namespace(ctx.obj["namespace"])
     if as_json and not yes:  # (JSON is for scripts, which cannot answer a prompt)
         raise click.ClickException(f"drop --json does not ask: pass --yes to drop {name!r}")
-    # (dropping a namespace that does not exist says so instead of creating it first)
-    with _store(ctx) as store:
-        if not yes:
-            s = store.stats()
-            click.confirm(
-                f"Drop namespace {name!r}: {s.hot} hot and {s.cold} cold memories, "
-                "its policy and indexes?",
-                abort=True,
-                err=True,
+    # A damaged namespace must go too, whatever its damage: so no store is opened (that
+    # configures it, and fails on a key of another type or a broken policy) and a
+    # namespace exists while any of its keys does (its policy may be the damage). The
+    # drop script itself reads nothing: it UNLINKs every key the namespace has.
+    with connect(ctx.obj["url"]) as client:
+        present = client.exists(*namespace_keys(name))
+        if not present:
+            raise click.ClickException(
+                f"NoPolicy: namespace {name!r} does not exist (remember creates it)"
             )
-        keys = store.drop()
+        if not yes:
+            click.confirm(
+                f"Drop namespace {name!r}: {_contents(client, name)}?", abort=True, err=True
+            )
+        keys = register(client).drop(name, {})
     _emit(
         {"namespace": name, "keys": keys},
         as_json,
         lambda: f"dropped namespace {name!r} ({keys} keys)",
     )
+
+
+def _contents(client: Any, name: str) -> str:
+    """What a drop of a namespace deletes, as its prompt says it."""
+    try:
+        s = MemoryStore(client, name, read_only=True).stats()
+    except MemevictError as error:
+        keys = client.exists(*namespace_keys(name))
+        return f"{keys} keys, which cannot be read ({type(error).__name__}: {error})"
+    return f"{s.hot} hot and {s.cold} cold memories, its policy and indexes"
 
 
 @main.command()
