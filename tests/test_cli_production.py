@@ -53,6 +53,18 @@ def gone(pid: int) -> bool:
     return status.exists() and "\nState:\tZ" in status.read_text()
 
 
+def running_server(home: Path, command: subprocess.Popen[str] | subprocess.Popen[bytes]) -> int:
+    """The pid of the embedded server ``command`` started, once it answers."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline and command.poll() is None
+        try:
+            with redis.Redis(unix_socket_path=str(home / "valkey.sock")) as client:
+                return int(client.info("server")["process_id"])
+        except (redis.ConnectionError, FileNotFoundError):
+            time.sleep(0.05)
+
+
 # --- item 16: a killed command's embedded server --------------------------------------------
 
 
@@ -67,14 +79,7 @@ def test_a_command_after_a_killed_one_stops_the_server_it_left(tmp_path: Path) -
     )
     left: int | None = None
     try:
-        deadline = time.monotonic() + 60
-        while left is None:  # the command's server, once it answers
-            assert time.monotonic() < deadline and command.poll() is None
-            try:
-                with redis.Redis(unix_socket_path=str(home / "valkey.sock")) as client:
-                    left = int(client.info("server")["process_id"])
-            except (redis.ConnectionError, FileNotFoundError):
-                time.sleep(0.05)
+        left = running_server(home, command)
         command.send_signal(signal.SIGKILL)  # mid-run: no finally block stops its server
         command.wait()
         assert not gone(left)  # what the issue saw: the server outlives its command
@@ -89,6 +94,31 @@ def test_a_command_after_a_killed_one_stops_the_server_it_left(tmp_path: Path) -
             command.kill()
         if left is not None and not gone(left):
             os.kill(left, signal.SIGKILL)  # (unchanged code: the test's own leftover)
+
+
+def test_a_terminated_command_stops_its_server_itself(tmp_path: Path) -> None:
+    """SIGTERM (a timeout, a service stop) and SIGHUP end a command through its finally
+    blocks: its server stops with it, and the next command finds nothing left over."""
+    home = tmp_path / "home"
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        command = subprocess.Popen(
+            [*MEMEVICT, "simulate", "--turns", "5000"],
+            env=embedded_env(home),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        server = running_server(home, command)
+        try:
+            command.send_signal(sig)
+            _, err = command.communicate(timeout=60)
+            assert command.returncode == 128 + sig and "Traceback" not in err, err
+            assert gone(server)
+        finally:
+            if not gone(server):
+                os.kill(server, signal.SIGKILL)  # (unchanged code: the test's own leftover)
+        after = embedded(home, "-n", "x", "stats")
+        assert "left running" not in after.stderr, after.stderr
 
 
 # --- item 20: the embedded server, said and async ----------------------------------------

@@ -50,8 +50,33 @@ def connect(url: str | None, *, routed: bool = True) -> Iterator[Any]:
         from memevict.embedded import data_dir, embedded_client
 
         _say(f"no --url or REDIS_URL: using the embedded server in {data_dir()}")
-        with embedded_client(report=_say) as client:
+        with _ended_by_signals(), embedded_client(report=_say) as client:
             yield client
+
+
+@contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a timeout, a service stop, a closed terminal) end the command
+    as Ctrl-C does, through its finally blocks, so that it stops its embedded server
+    instead of leaving it running. (SIGKILL cannot be caught: the next command stops
+    what such a command left.)"""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (only the main thread may set handlers)
+        return
+
+    def end(signum: int, _: object) -> None:
+        raise SystemExit(128 + signum)
+
+    wanted = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, end) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _say(line: str) -> None:
