@@ -170,9 +170,12 @@ Your own labeler
 A :class:`Labeler` is any callable taking a :class:`Message` and returning its importance,
 or an awaitable of it (a model call, say). :func:`importance_of` calls a synchronous one and
 :func:`aimportance_of` any one, and both check the answer is a finite number > 0
-(:class:`~memevict.errors.BadImportance` otherwise). :func:`load_labeler` turns a string
-(from a command line or a config file) into a labeler: "rules" is :func:`rules`;
-"package.module:name" or "package.module.name" imports that callable.
+(:class:`~memevict.errors.BadImportance` otherwise). A labeler object may also define
+``async def aimportance(message)``, which :func:`aimportance_of` awaits instead of calling
+the labeler: :class:`~memevict.labelers.CachedLabeler` does, so that a labeler waiting on
+a model runs in a worker thread rather than stalling the event loop. :func:`load_labeler`
+turns a string (from a command line or a config file) into a labeler: "rules" is
+:func:`rules`; "package.module:name" or "package.module.name" imports that callable.
 
 A model as the labeler: :mod:`memevict.labelers` (``chat_labeler`` makes one of any
 chat-completion call, and rates each message once).
@@ -743,7 +746,12 @@ def importance_of(labeler: Labeler, message: Message) -> float:
 
 async def aimportance_of(labeler: Labeler, message: Message) -> float:
     """Call ``labeler`` on ``message``, awaiting its answer if it returned an awaitable,
-    and check it as :func:`importance_of` does."""
+    and check it as :func:`importance_of` does. A labeler with an ``aimportance`` coroutine
+    method is awaited through that instead (a blocking
+    :class:`~memevict.labelers.CachedLabeler` runs its labeler in a worker thread there)."""
+    awaited = getattr(labeler, "aimportance", None)
+    if awaited is not None and inspect.iscoroutinefunction(awaited):
+        return _checked(await awaited(message), labeler)
     value = labeler(message)
     if inspect.isawaitable(value):
         value = await value

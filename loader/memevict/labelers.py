@@ -2,24 +2,38 @@
 
 :func:`chat_labeler` makes a labeler of any chat-completion call. Give it ``complete``: a
 function from a list of chat messages (``{"role": ..., "content": ...}``) to the text of the
-model's reply, sync or async. That is a line of glue for any client::
+model's reply, sync or async. That is a line of glue for any client; for an async adapter,
+the async client's::
 
-    from openai import OpenAI
+    from openai import AsyncOpenAI
 
-    client = OpenAI()
+    client = AsyncOpenAI()
 
-    def complete(messages):
-        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    async def complete(messages):
+        reply = await client.chat.completions.create(model="gpt-4o-mini", messages=messages)
         return reply.choices[0].message.content
 
     labeler = chat_labeler(complete)
     session = MemevictSession("user-42", url="redis://localhost:6379", labeler=labeler)
+
+A sync ``complete`` (``OpenAI()`` and ``def``) serves sync and async callers alike: awaited
+(an async adapter, :func:`aimportances_of`), it runs in a worker thread of asyncio's
+default executor, so that the event loop goes on while the model answers. An async
+``complete`` serves only async callers.
 
 The model is asked to rate the message on memevict's scale (:data:`RATING_PROMPT`: the
 categories of :data:`memevict.importance.CATEGORIES`, 1 to 10). The first number of its
 reply is the importance, clamped to [1, 10]. A reply without a number, or a call that
 raises, is rated by ``fallback`` (the built-in rules) and logged to ``memevict.labelers``:
 a model outage costs ranking quality, never a turn.
+
+After a call that raised, the model is not asked again for ``backoff_s`` (10 s): the
+fallback rates meanwhile, with no call. Each further failure in a row doubles the pause,
+up to :data:`MAX_BACKOFF_S` (5 minutes); once a pause is over, one call tries the model
+again (the others keep to the fallback until it answers), and the first answer ends the
+backoff. An outage or a rate limit lasts seconds to minutes, and each call to a model that
+is down costs a turn its client's timeout and retries, where the rules cost microseconds;
+without the pause, a turn of 30 new messages made 31 failing calls.
 
 The labeler is a :class:`CachedLabeler`: each distinct message (text, role, kind and
 tool status) is rated once, and kept in an LRU of ``size`` messages. A framework that
@@ -35,13 +49,17 @@ callable that rates a list of messages at once.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeAlias
 
+from memevict.commands import finite_number
 from memevict.errors import BadArgument
 from memevict.importance import (
     CATEGORIES,
@@ -54,6 +72,7 @@ from memevict.importance import (
 )
 
 __all__ = [
+    "MAX_BACKOFF_S",
     "RATING_PROMPT",
     "BatchLabeler",
     "CachedLabeler",
@@ -93,6 +112,8 @@ _BATCH_ASK = (
     "Rate each numbered message below. Answer one line per message, "
     "'<number>: <rating>', and nothing else."
 )
+# The longest pause of a chat labeler after failed calls in a row (see the module's docstring).
+MAX_BACKOFF_S = 300.0
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _LINE = re.compile(r"^\s*\[?(\d+)\]?\s*[:.)-]\s*(-?\d+(?:\.\d+)?)", re.M)
 
@@ -106,7 +127,12 @@ class BatchLabeler(Protocol):
 class CachedLabeler:
     """A labeler that rates each distinct message once: ``labeler`` rates one message,
     ``batch`` (optional) a list of them; answers are kept in an LRU of ``size`` messages.
-    Either may be async. Every answer is checked as :func:`importance_of` checks one."""
+    Either may be async. Every answer is checked as :func:`importance_of` checks one.
+
+    ``blocking=True`` says a sync ``labeler`` and ``batch`` wait on I/O (a model over the
+    network): awaited (:func:`aimportance_of`, :func:`aimportances_of`, an async adapter),
+    they run in a worker thread (``asyncio.to_thread``) instead of stalling the event
+    loop. Called synchronously, they run in the caller's thread as any labeler does."""
 
     def __init__(
         self,
@@ -114,12 +140,13 @@ class CachedLabeler:
         *,
         batch: BatchLabeler | None = None,
         size: int = 10_000,
+        blocking: bool = False,
     ) -> None:
         if not callable(labeler) or (batch is not None and not callable(batch)):
             raise BadArgument("CachedLabeler takes a labeler (and a batch labeler) to call")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise BadArgument(f"size must be a whole number >= 1, got {size!r}")
-        self.labeler, self.batch, self.size = labeler, batch, size
+        self.labeler, self.batch, self.size, self.blocking = labeler, batch, size, blocking
         self._rated: OrderedDict[Message, float] = OrderedDict()
         self.calls = 0  # messages rated by a call of labeler or batch (not from the cache)
 
@@ -133,6 +160,17 @@ class CachedLabeler:
         if inspect.isawaitable(found):  # (a sync def returning an awaitable)
             return self._keep_awaited(message, found)
         return self._keep(message, _checked(found, self.labeler))
+
+    async def aimportance(self, message: Message) -> float:
+        """The importance of ``message``, awaited: what :func:`aimportance_of` calls. A
+        blocking labeler runs in a worker thread; the answer is cached as a call's is."""
+        known = self._cached(message)
+        if known is not None:
+            return known
+        if self.blocking and not defined_async(self.labeler):
+            found = await asyncio.to_thread(self.labeler, message)
+            return await self._keep_awaited(message, found)
+        return await self._rated_async(message)
 
     async def _rated_async(self, message: Message) -> float:
         return await self._keep_awaited(message, self.labeler(message))
@@ -189,11 +227,15 @@ def importances_of(labeler: Labeler, messages: Sequence[Message]) -> list[float]
 
 
 async def aimportances_of(labeler: Labeler, messages: Sequence[Message]) -> list[float]:
-    """:func:`importances_of` for any labeler, sync or async."""
+    """:func:`importances_of` for any labeler, sync or async (a blocking
+    :class:`CachedLabeler`'s calls in a worker thread)."""
     if isinstance(labeler, CachedLabeler) and labeler.batch is not None:
         new = _uncached(labeler, messages)
         if new:
-            found = labeler.batch(new)
+            if labeler.blocking and not defined_async(labeler.batch):
+                found = await asyncio.to_thread(labeler.batch, new)
+            else:
+                found = labeler.batch(new)
             labeler._kept(new, await found if inspect.isawaitable(found) else found)
     return [await aimportance_of(labeler, m) for m in messages]
 
@@ -220,34 +262,126 @@ def chat_labeler(
     fallback: Labeler = rules,
     size: int = 10_000,
     batch: bool = True,
+    backoff_s: float = 10.0,
 ) -> CachedLabeler:
     """A labeler asking a chat model (``complete``: chat messages -> the reply's text, sync
     or async) to rate each message once, on :data:`RATING_PROMPT`'s scale; ``batch=False``
-    sends one request per message even for a list. See the module's docstring."""
+    sends one request per message even for a list. After a failed call the model is left
+    alone for ``backoff_s`` seconds, doubling while it keeps failing (0: no pause). See the
+    module's docstring."""
     if not callable(complete):
         raise BadArgument(f"complete must be callable, got {complete!r}")
-    if defined_async(complete):
+    seconds = finite_number(backoff_s)
+    if seconds is None or seconds < 0:
+        raise BadArgument(f"backoff_s must be a finite number >= 0, got {backoff_s!r}")
+    model = _Model(complete, seconds)
+    if model.is_async:
 
         async def arate(message: Message) -> float:
-            found = _rating(await _aasked(complete, _one(prompt, message)))
-            return found if found is not None else await _afallback(fallback, message)
+            reply = await model.aask(_one(prompt, message))
+            found = _rating(reply)
+            return found if found is not None else await _afallback(fallback, message, reply)
 
         async def arate_many(messages: list[Message]) -> list[float]:
-            found = _ratings(await _aasked(complete, _many(prompt, messages)), len(messages))
+            found = _ratings(await model.aask(_many(prompt, messages)), len(messages))
             pairs = zip(messages, found, strict=True)
             return [x if x is not None else await arate(m) for m, x in pairs]
 
         return CachedLabeler(arate, batch=arate_many if batch else None, size=size)
 
+    # A sync complete waits on the network: awaited, it runs in a worker thread.
     def rate(message: Message) -> float:
-        found = _rating(_asked(complete, _one(prompt, message)))
-        return found if found is not None else _fallback(fallback, message)
+        reply = model.ask(_one(prompt, message))
+        found = _rating(reply)
+        return found if found is not None else _fallback(fallback, message, reply)
 
     def rate_many(messages: list[Message]) -> list[float]:
-        found = _ratings(_asked(complete, _many(prompt, messages)), len(messages))
+        found = _ratings(model.ask(_many(prompt, messages)), len(messages))
         return [x if x is not None else rate(m) for m, x in zip(messages, found, strict=True)]
 
-    return CachedLabeler(rate, batch=rate_many if batch else None, size=size)
+    return CachedLabeler(rate, batch=rate_many if batch else None, size=size, blocking=True)
+
+
+class _Model:
+    """Asks the model through ``complete``, except for a while after a call that raised
+    (the backoff of the module's docstring). Its state is shared by the threads that ask."""
+
+    def __init__(self, complete: Complete, backoff_s: float) -> None:
+        self.complete, self.backoff_s = complete, backoff_s
+        self.is_async = defined_async(complete)
+        self.failures = 0  # failed calls in a row
+        self.paused_until = 0.0  # time.monotonic() before which the model is not asked
+        # Counts the failures recorded: a call that fails after another failure was
+        # recorded since it began (many concurrent calls when the model went down) is one
+        # outage, not a failure in a row that doubles the pause again.
+        self._era = 0
+        self._lock = threading.Lock()
+
+    def _pause(self) -> float:
+        longest = max(self.backoff_s, MAX_BACKOFF_S)
+        return min(self.backoff_s * 2.0 ** min(self.failures - 1, 64), longest)
+
+    def _ticket(self) -> int | None:
+        """The era a call may begin in, or None while the model is paused."""
+        with self._lock:
+            if self.failures:
+                now = time.monotonic()
+                if now < self.paused_until:
+                    return None
+                # This call tries the model again; the others keep to the fallback
+                # until it is answered (or for another pause, if it fails).
+                self.paused_until = now + self._pause()
+            return self._era
+
+    def _failed(self, ticket: int) -> None:
+        """Called in the ``except`` block of a failed call, whose error is logged."""
+        with self._lock:
+            if ticket == self._era:
+                self.failures += 1
+                self._era += 1
+                self.paused_until = time.monotonic() + self._pause()
+            pause = self._pause()
+        log.warning(
+            "memevict: the model call failed: rated by the fallback, the model not asked for %g s",
+            pause,
+            exc_info=True,
+        )
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.failures, self.paused_until = 0, 0.0
+
+    def ask(self, messages: ChatMessages) -> str | None:
+        """The model's reply; None if the call raised (logged) or the model is paused."""
+        ticket = self._ticket()
+        if ticket is None:
+            return None
+        try:
+            reply = self.complete(messages)
+        except Exception:  # the model's client can fail any way: the fallback rates
+            self._failed(ticket)
+            return None
+        if inspect.isawaitable(reply):
+            _close(reply)
+            raise BadArgument(
+                f"complete {self.complete!r} returned an awaitable: define it async def"
+            )
+        self._answered()
+        return reply
+
+    async def aask(self, messages: ChatMessages) -> str | None:
+        """:meth:`ask` for an async ``complete``."""
+        ticket = self._ticket()
+        if ticket is None:
+            return None
+        try:
+            found = self.complete(messages)
+            reply = await found if inspect.isawaitable(found) else found
+        except Exception:  # the model's client can fail any way: the fallback rates
+            self._failed(ticket)
+            return None
+        self._answered()
+        return reply
 
 
 def _one(prompt: str, message: Message) -> ChatMessages:
@@ -260,29 +394,6 @@ def _many(prompt: str, messages: list[Message]) -> ChatMessages:
         {"role": "system", "content": f"{prompt}\n{_BATCH_ASK}"},
         {"role": "user", "content": listed},
     ]
-
-
-def _asked(complete: Complete, messages: ChatMessages) -> str | None:
-    """The model's reply; None (logged) if the call raised."""
-    try:
-        reply = complete(messages)
-    except Exception:  # the model's client can fail any way: the fallback rates
-        log.warning("memevict: the model call failed", exc_info=True)
-        return None
-    if inspect.isawaitable(reply):
-        _close(reply)
-        raise BadArgument(f"complete {complete!r} returned an awaitable: define it async def")
-    return reply
-
-
-async def _aasked(complete: Complete, messages: ChatMessages) -> str | None:
-    """:func:`_asked` for an async ``complete``."""
-    try:
-        reply = complete(messages)
-        return await reply if inspect.isawaitable(reply) else reply
-    except Exception:  # the model's client can fail any way: the fallback rates
-        log.warning("memevict: the model call failed", exc_info=True)
-        return None
 
 
 def _rating(reply: str | None) -> float | None:
@@ -299,13 +410,19 @@ def _ratings(reply: str | None, n: int) -> list[float | None]:
     return [got.get(i) for i in range(1, n + 1)]
 
 
-def _fallback(fallback: Labeler, message: Message) -> float:
-    log.warning("memevict: no rating from the model for a message: rated by %r", fallback)
+def _no_rating(fallback: Labeler, reply: str | None) -> None:
+    # A failed call or a paused model was logged once by _Model, not once per message.
+    if reply is not None:
+        log.warning("memevict: no rating from the model for a message: rated by %r", fallback)
+
+
+def _fallback(fallback: Labeler, message: Message, reply: str | None) -> float:
+    _no_rating(fallback, reply)
     return importance_of(fallback, message)
 
 
-async def _afallback(fallback: Labeler, message: Message) -> float:
-    log.warning("memevict: no rating from the model for a message: rated by %r", fallback)
+async def _afallback(fallback: Labeler, message: Message, reply: str | None) -> float:
+    _no_rating(fallback, reply)
     return await aimportance_of(fallback, message)
 
 
