@@ -325,7 +325,10 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     tool call and its results whole); it and any other Policy
     field given in ``policy`` are applied to a namespace whose stored policy differs.
     ``labeler``, ``count_tokens`` and ``pin_at`` as for
-    :class:`~memevict.integrations._conversation.Conversation`."""
+    :class:`~memevict.integrations._conversation.Conversation`. ``on_lost`` is called
+    with a thread's namespace when the middleware finds it lost (a restart without
+    persistence, a FLUSHDB): the messages of the request are then stored again; raise
+    from it to fail that model call."""
 
     def __init__(
         self,

@@ -443,8 +443,10 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     budget of what the model is sent (0: none; the current turn is sent even when it alone
     exceeds it), in which the ``recent`` messages before it are sent whatever their rank
     (while they fit, a group whole); it and any other Policy field given in ``policy``
-    are applied to the
-    namespace when its stored policy differs."""
+    are applied to the namespace when its stored policy differs. ``on_lost`` is called
+    with the namespace when the processor finds it lost (a restart without persistence,
+    a FLUSHDB): the messages it was given are then stored again; raise from it to fail
+    that model request."""
 
     conversation: AsyncConversation
 
