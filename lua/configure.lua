@@ -44,17 +44,30 @@
 -- ARGV[15] idle_ttl_s: number >= 0, seconds without a write after which the namespace
 --   expires with all its keys (0: never)
 -- ARGV[16] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[17] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
+--   last saw it: NAMESPACE_CHANGED, before any write, if its incarnation is not that
+--   one (it was made again since, or it does not exist: nothing is made then); the
+--   revision is not compared (an update merges another caller's change). '' and '?'
+--   check nothing; with '?' or a seen, the reply ends with the namespace's seen
 --
 -- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
---   retry_window_s, max_tokens, idle_ttl_s] with status one of
+--   retry_window_s, max_tokens, idle_ttl_s(, seen)] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced' (replace or update); the fields as strings, the policy in
 --   force after the call. A new clock or half-life applies from now: recency
 --   already lost stays lost, and from now on it halves every new half-life of
 --   the new clock. No key is rewritten; lower caps apply within the call's
 --   bounded work (lib/memory.lua), the rest over the next calls.
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW, NO_POLICY
+--   The policy hash also keeps the namespace's incarnation (the state's epoch,
+--   drawn to the microsecond when the namespace is made, kept while any of its
+--   keys is: a state rebuilt takes it from here) and the policy's revision (1
+--   when made; one more at every replace or update, and whenever the policy is
+--   packed again; also in the packed copy): see seen_parts in lib/policy.lua.
+--   The reply ends with both, '<incarnation>:<revision>' after the call, unless
+--   ARGV seen is '' (the reply of an earlier memevict).
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_POLICY, BAD_NOW, NO_POLICY,
+--   NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -72,20 +85,70 @@ for i, f in ipairs(POLICY) do
   end
 end
 local now = arg_now(ARG.now)
+local seen_incarnation = ARG.seen ~= '?' and seen_parts(ARG.seen) or nil
 
-local stored = rcall('HMGET', KEY.policy, unpack(policy_names()))
+local names = policy_names()
+names[#POLICY + 1], names[#POLICY + 2] = 'incarnation', 'revision'
+local stored = rcall('HMGET', KEY.policy, unpack(names))
+local mirror, revision = stored[#POLICY + 1], stored[#POLICY + 2]
+stored[#POLICY + 1], stored[#POLICY + 2] = nil, nil
+-- The namespace's incarnation: its state's epoch, else (the state lost) the copy
+-- the policy keeps; none for a namespace that does not exist.
+local st0 = read_state()
+local kept = mirror and decimal(mirror)
+if kept and not within(kept, 0, 253402300799999) then kept = nil end
+local incarnation = st0 and st0.epoch or kept
+if seen_incarnation and incarnation ~= seen_incarnation then
+  changed(incarnation, revision, ARG.seen)
+end
 local missing = {}
 for i, f in ipairs(POLICY) do -- fields added since the policy was stored
   if stored[1] ~= false and stored[i] == false then stored[i], missing[i] = f[5], true end
 end
 if ARG.mode == 'update' then -- the fields not given keep their stored values
   if stored[1] == false then fail('NO_POLICY', 'namespace has no policy to update') end
-  for i = 1, #POLICY do given[i] = given[i] or stored[i] end
+  for i, f in ipairs(POLICY) do
+    if not given[i] then
+      local _, why = policy_value(f, stored[i] or '')
+      if why then
+        fail('BAD_POLICY', 'the stored policy was edited: ' .. why .. '; set that field too, ' ..
+          'or the whole policy (replace)')
+      end
+      given[i] = stored[i]
+    end
+  end
 end
 
-local function reply(status, values)
+-- A new namespace's epoch, its incarnation: the server's time to the microsecond
+-- (now's whole ms, with the server's microseconds when now is given), so that a
+-- namespace made again, even within the same ms, is another incarnation.
+local function new_epoch()
+  local t = rcall('TIME')
+  local us = tonumber(t[2])
+  if ARG.now == '' then return tonumber(t[1]) * 1000 + us / 1000 end
+  return now + (us % 1000) / 1000
+end
+
+-- The policy the scripts ran with (the packed copy, else sound fields), or nil: a
+-- policy damaged past reading is replaced as if the namespace had none.
+local was_packed = rcall('HGET', KEY.policy, 'packed')
+local function ran_policy()
+  local p = was_packed and unpacked_policy(was_packed)
+  if p or stored[1] == false then return p end
+  local numbers = policy_numbers(stored)
+  if valid_numbers(numbers) then return policy_of(numbers) end
+end
+
+-- The policy's revision as it stands: its field, else its packed copy's (0: none).
+local function revision_now()
+  local ran = was_packed and unpacked_policy(was_packed)
+  return tonumber(revision) or (ran and tonumber(ran.revision)) or 0
+end
+
+local function reply(status, values, rev)
   local out = {status}
   for i = 1, #POLICY do out[i + 1] = values[i] end
+  if ARG.seen ~= '' then out[#POLICY + 2] = fmt(read_state().epoch) .. ':' .. fmt(rev) end
   return out
 end
 
@@ -115,14 +178,15 @@ local function rebuild_state(p)
   -- place): the one rebuild that reads both tiers whole (docs/operations.md: Lost keys).
   local tokens, seq = hot_totals()
   each_meta(KEY.cold, function(m) seq = math.max(seq, m.n) end)
-  save_state({epoch = now, decay = decay, seq = seq, g0 = g0, x0 = p.activity and seq or latest,
+  save_state({epoch = incarnation or new_epoch(), decay = decay, seq = seq, g0 = g0,
+    x0 = p.activity and seq or latest,
     latest = latest, wbase = wbase, tokens = tokens, changed = true})
 end
 
-local has_state = read_state() ~= nil
+local has_state = st0 ~= nil
 local rebuilt = stored[1] ~= false and not has_state
 if rebuilt then
-  rebuild_state(parse_policy(stored))
+  rebuild_state(ran_policy() or parse_policy(given))
   has_state = true
 end
 -- Metadata lost whole (a stray DEL): every hot memory is unknown, and so
@@ -147,19 +211,38 @@ end
 -- A field edited to a value out of its range is restored from the packed
 -- copy the scripts ran with, when that one is sound.
 local function policy_repack()
-  local was = rcall('HGET', KEY.policy, 'packed')
+  local was = was_packed
   local ran = was and unpacked_policy(was)
   for i, f in ipairs(POLICY) do
     local _, why = policy_value(f, stored[i] or '')
-    if why and not ran then fail('BAD_POLICY', 'the stored policy was edited: ' .. why) end
+    if why and not ran then
+      fail('BAD_POLICY', 'the stored policy was edited: ' .. why .. ' (and its packed copy ' ..
+        'is damaged): open a store with the whole policy (replace_policy=True), or drop the ' ..
+        'namespace (memevict drop)')
+    end
     if why then
       local x = ran[f[1]]
       stored[i] = type(x) == 'string' and x or fmt(x)
       missing[i] = true -- (written back below)
     end
   end
-  local packed = pack_policy(stored)
+  local rev = revision_now()
+  local packed = pack_policy(stored, rev)
   if was ~= packed then
+    -- A field edited by hand (and valid) changes the policy: one more revision. A
+    -- copy damaged, missing or packed by an earlier memevict does not (the scripts
+    -- ran with the fields, or refused to run).
+    local ok, numbers = pcall(cmsgpack.unpack, was or '')
+    if ok and valid_numbers(numbers) then
+      local values = policy_numbers(stored)
+      for i = 1, #POLICY do
+        if numbers[i] ~= values[i] then
+          rev = rev + 1
+          packed = pack_policy(stored, rev)
+          break
+        end
+      end
+    end
     rcall('HSET', KEY.policy, 'packed', packed)
     local old, new = was and unpacked_policy(was), parse_policy(stored)
     if old and (old.activity ~= new.activity or old.lambda ~= new.lambda) then
@@ -172,33 +255,52 @@ local function policy_repack()
   for i, f in ipairs(POLICY) do -- (a field added since the policy was stored, or restored)
     if missing[i] then rcall('HSET', KEY.policy, f[1], stored[i]) end
   end
+  return rev
+end
+
+-- The policy's fields incarnation and revision in step with the state's epoch and
+-- the revision packed (rev).
+local function keep_seen(rev)
+  local want, text = fmt(read_state().epoch), fmt(rev)
+  if mirror ~= want or revision ~= text then
+    rcall('HSET', KEY.policy, 'incarnation', want, 'revision', text)
+  end
 end
 
 if stored[1] ~= false and ARG.mode == 'init' then
-  policy_repack()
+  local rev = policy_repack()
+  keep_seen(rev)
   -- (a state made again expires with the rest of the namespace)
   if rebuilt then keep_alive(parse_policy(stored)) end
-  return reply('existing', stored)
+  return reply('existing', stored, rev)
 end
 
 local status = 'created'
 local g_now = 0 -- the recency clock G where the new policy takes over
+-- The new revision: one more than the stored one; 1 for a new namespace; for a
+-- policy stored again after it was lost, the server's time in microseconds, so
+-- that it meets no revision a caller saw before.
+local rev = 1
 if stored[1] ~= false then
   status = 'replaced'
-  local old_p, old_st = load_policy()
+  local old_p, old_st = ran_policy() or parse_policy(given), read_state()
   now = namespace_now(now, old_st)
   g_now = clock(now, old_p, old_st)
+  rev = revision_now() + 1
+elseif has_state then
+  local t = rcall('TIME')
+  rev = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local fields = {'packed', pack_policy(given)}
+local fields = {'packed', pack_policy(given, rev)}
 for i, f in ipairs(POLICY) do
   fields[#fields + 1] = f[1]
   fields[#fields + 1] = given[i]
 end
 rcall('HSET', KEY.policy, unpack(fields))
 if not has_state then
-  save_state({epoch = now, decay = 0, seq = 0, g0 = 0, x0 = 0, latest = 0, wbase = 0, tokens = 0,
-    changed = true})
+  save_state({epoch = new_epoch(), decay = 0, seq = 0, g0 = 0, x0 = 0, latest = 0, wbase = 0,
+    tokens = 0, changed = true})
 end
 -- A new clock or half-life starts a new piece of G at its value now, so
 -- recency already lost stays lost and no key changes (O(1)). Unchanged
@@ -215,5 +317,6 @@ if status == 'replaced' then
   cap_whitelist(p, st, t)
   enforce(p, st, t)
 end
+keep_seen(rev)
 if p.idle_ttl_s > 0 then keep_alive(p) elseif stored[1] ~= false then never_expire() end
-return reply(status, given)
+return reply(status, given, rev)

@@ -24,16 +24,20 @@
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] rate: decimal number in (0, 1], the factor applied to scores
+-- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
 --
 -- Returns: the namespace's running decay sum D after the tick (string, %.17g).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_RATE, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
+--   NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/receipts.lua
 
 check_layout()
 local rate = arg_rate(ARG.rate)
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,

@@ -23,10 +23,14 @@
 --
 -- ARGV[1] id: string, 1..1024 bytes
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[3] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
 --
 -- Returns: [score, [evicted id, ...], [demoted id], over, over_tokens] as remember, with
 --   demoted empty when the memory was not whitelisted (nothing changed then).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_NOW, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
+--   NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -35,7 +39,7 @@
 check_layout()
 local id = arg_id(ARG.id)
 local now = arg_now(ARG.now)
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 
 return once(p, function()

@@ -24,12 +24,16 @@
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
 --
 -- Returns: [[evicted id, ...], [demoted id, ...], over, backlog, over_tokens]
 --   where over and over_tokens (integers) are how far the hot tier is still
 --   above max_hot and max_tokens and backlog (integer) counts the work still
 --   waiting (as stats).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_NOW, BAD_ARG, NO_POLICY, REPLY_NOT_KEPT
+--   NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -37,7 +41,7 @@
 
 check_layout()
 local now = arg_now(ARG.now)
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 
 return once(p, function()

@@ -21,9 +21,13 @@
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] id: string, 1..1024 bytes
+-- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
 --
 -- Returns: the number of memories deleted (1, or the size of its group).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_ARG, NO_POLICY, NOT_FOUND, REPLY_NOT_KEPT
+--   NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -31,7 +35,7 @@
 
 check_layout()
 local id = arg_id(ARG.id)
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,

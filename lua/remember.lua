@@ -38,6 +38,9 @@
 -- ARGV[7] group: string, 0..256 bytes without NUL: the group the memory joins
 --   (leaving its current one); '' keeps its group (none for a new memory)
 -- ARGV[8] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[9] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over, over_tokens]
 --   where score is the memory's score now (string, %.17g) and over and
@@ -45,7 +48,7 @@
 --   and max_tokens because only whitelisted and protected memories are left
 --   to evict (or the call's bounded work left the rest to later calls).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
---   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT
+--   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -59,7 +62,7 @@ local whitelist = arg_flag(ARG.whitelist, 'whitelist')
 local tokens = arg_tokens(ARG.tokens)
 local group = arg_group(ARG.group)
 local now = arg_now(ARG.now)
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 check_budget(tokens, p)
 

@@ -24,7 +24,10 @@
 --   (an empty id keeps no receipt)
 --
 -- ARGV[1] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[2] items: 7 per item, repeated 1..100 times (a bound on the call's
+-- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
+--   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
+--   write, if it was made again since or its policy changed ('' checks nothing)
+-- ARGV[3] items: 7 per item, repeated 1..100 times (a bound on the call's
 --   work): id, importance, text, has_text, whitelist, tokens, group, each as
 --   in remember.lua
 --
@@ -33,7 +36,7 @@
 --   was remembered, string %.17g), and evicted, demoted, over and
 --   over_tokens as remember returns them.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
---   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT
+--   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -44,7 +47,7 @@ local now = arg_now(ARG.now)
 -- The items' arguments, one array per field (a table per item costs more).
 local ids, imps, texts, has_texts, wls, toks, groups = {}, {}, {}, {}, {}, {}, {}
 local n = 0
-for i = 2, #ARGV, 7 do
+for i = 3, #ARGV, 7 do
   n = n + 1
   ids[n] = arg_id(ARGV[i])
   imps[n] = arg_importance(ARGV[i + 1])
@@ -55,7 +58,7 @@ for i = 2, #ARGV, 7 do
   groups[n] = arg_group(ARGV[i + 6])
 end
 if n > 100 then fail('ARITY', 'remember_many takes at most 100 items') end
-local p, st = load_policy()
+local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 for i = 1, n do check_budget(toks[i], p) end
 

@@ -511,6 +511,7 @@ GOOD_ARGS: dict[str, Any] = {
     "tier": "hot",
     "cursor": "0",
     "count": "10",
+    "seen": "",
     **Policy(max_hot=2).to_args(),
 }
 GOOD_OVERRIDES = {"demote": {"id": "w"}, "recall": {"id": "a"}}
@@ -682,6 +683,17 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
     "tier": ("BAD_ARG", [("warm", "warm"), ("empty", ""), ("upper case", "HOT")]),
     "cursor": ("BAD_ARG", [("empty", ""), ("21 digits", "1" * 21), *NOT_WHOLE]),
     "count": ("BAD_ARG", [("0", "0"), ("201", "201"), ("empty", ""), *NOT_WHOLE]),
+    "seen": (
+        "BAD_ARG",
+        [
+            ("no revision", str(T0)),
+            ("word", "later:1"),
+            ("inf", "inf:1"),
+            ("fractional revision", "1:1.5"),
+            ("two colons", "1:2:3"),
+            ("65 bytes", "1" * 62 + ":11"),
+        ],
+    ),
 }
 
 

@@ -6,6 +6,7 @@ frozen with SIGSTOP to lag."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -18,7 +19,7 @@ import redis
 from memevict import BadArgument, MemoryStore, NotDurable, Policy, Remembered
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import Item
-from memevict.scripts import key_name
+from memevict.scripts import key_name, namespace_keys
 from memevict.stress import MemevictTarget, Threaded, stress_policy
 from tests.cluster import KINDS, Cluster, binary
 from tests.servers import Server
@@ -140,6 +141,80 @@ def test_the_async_store_waits_too(pair: Pair) -> None:
         await client.aclose()
 
     asyncio.run(run())
+
+
+def test_an_async_stores_first_call_is_what_a_not_durable_describes(pair: Pair) -> None:
+    """Issue 38, item 1: the first call of an AsyncMemoryStore configures the namespace
+    first; an unconfirmed write raises NotDurable with the write's own result, and the
+    write is applied (the configure is confirmed with it, by the write's WAIT)."""
+
+    async def run() -> None:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=pair.primary.port)
+        store = AsyncMemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+        pair.freeze()
+        with pytest.raises(NotDurable) as raised:
+            await store.remember("a", 3.0, now=T0)
+        assert isinstance(raised.value.result, Remembered) and raised.value.result.id == "a"
+        assert await client.hexists(key_name(NS, "meta"), "a")  # applied, as it says
+        pair.thaw()
+        patient = AsyncMemoryStore(client, NS, durable_replicas=1, durable_timeout_ms=10_000)
+        await patient.remember("b", 3.0, now=T0 + 1)  # (its WAIT covers "a" too)
+        assert on_replica(pair, "a") and on_replica(pair, "b")
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("role", ["policy", "state"])
+def test_a_write_after_a_lost_key_is_what_a_not_durable_describes(pair: Pair, role: str) -> None:
+    """Issue 38, item 1: a write that finds a key of its namespace lost heals it
+    (configure) and is sent again; NotDurable describes the write, which is applied."""
+    client = pair.primary.client()
+    patient = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=10_000)
+    patient.remember("a", 3.0, now=T0)
+    store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+    client.delete(key_name(NS, role))
+    pair.freeze()
+    with pytest.raises(NotDurable) as raised:
+        store.remember("b", 5.0, now=T0 + 1, call_id="call-b")
+    assert isinstance(raised.value.result, Remembered) and raised.value.result.id == "b"
+    assert client.hexists(key_name(NS, "meta"), "b")
+    pair.thaw()
+    assert patient.remember("b", 5.0, now=T0 + 1, call_id="call-b") == raised.value.result
+    assert on_replica(pair, "b")
+
+
+def test_a_drop_not_confirmed_leaves_the_store_as_a_drop_does(pair: Pair) -> None:
+    """Issue 38, item 1: drop() applied but not confirmed (NotDurable, .result the keys
+    deleted): the store's next write starts the namespace again, as after a drop."""
+    client = pair.primary.client()
+    patient = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=10_000)
+    patient.remember("a", 3.0, now=T0)
+    store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+    present = client.exists(*namespace_keys(NS))
+    pair.freeze()
+    with pytest.raises(NotDurable) as raised:
+        store.drop()
+    assert raised.value.result == present  # drop's own result
+    assert client.exists(*namespace_keys(NS)) == 0
+    pair.thaw()
+    with contextlib.suppress(NotDurable):  # (the replica may still be catching up)
+        store.remember("b", 3.0, now=T0 + 1)  # not NamespaceLost
+    assert store.stats().hot == 1
+
+
+def test_a_policy_change_not_confirmed_is_the_policy(pair: Pair) -> None:
+    """Issue 38, item 1: set_policy applied but not confirmed: NotDurable's result is the
+    policy it returns when confirmed, and the store runs with it."""
+    client = pair.primary.client()
+    MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=10_000)
+    store = MemoryStore(client, NS, POLICY, durable_replicas=1, durable_timeout_ms=200)
+    pair.freeze()
+    with pytest.raises(NotDurable) as raised:
+        store.set_policy(max_hot=7)
+    assert isinstance(raised.value.result, Policy) and raised.value.result.max_hot == 7
+    assert store.policy.max_hot == 7
+    pair.thaw()
 
 
 def test_waitaof_confirms_the_primarys_append_only_file(server: Server) -> None:

@@ -18,6 +18,7 @@ from memevict.errors import (
     GroupFull,
     InvalidArgument,
     MemevictError,
+    NamespaceChanged,
     NamespaceLost,
     NoPolicy,
     NotDurable,
@@ -35,7 +36,7 @@ from memevict.errors import (
     UnsafeMaxmemoryPolicy,
     WrongType,
 )
-from memevict.namespaces import Namespace, namespaces
+from memevict.namespaces import Namespace, drop_namespace, namespaces
 from memevict.policy import Policy
 from memevict.results import (
     Batch,
@@ -75,6 +76,7 @@ __all__ = [
     "Memory",
     "MemoryStore",
     "Namespace",
+    "NamespaceChanged",
     "NamespaceLost",
     "NoPolicy",
     "NotDurable",
@@ -97,5 +99,6 @@ __all__ = [
     "UnsafeMaxmemoryPolicy",
     "Window",
     "WrongType",
+    "drop_namespace",
     "namespaces",
 ]

@@ -8,7 +8,8 @@ awaited; the argument building and reply parsing are the same functions
     r = await store.remember("pw", 10, text="the password is swordfish")
 
 Awaiting the store configures it (as MemoryStore's constructor does); a store
-used without that is configured by its first call.
+used without that is configured by its first call (a durable store's first
+write then waits for the replicas to reach both).
 """
 
 from __future__ import annotations
@@ -16,15 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Generator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import redis.asyncio
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
 from memevict.clients import async_client_from_url, async_routed
-from memevict.commands import Call, Item
-from memevict.errors import MemevictError, NoPolicy, NotDurable, from_response
+from memevict.commands import POLICY_FIELDS, Call, Item
+from memevict.errors import (
+    MemevictError,
+    NamespaceChanged,
+    NoPolicy,
+    NotDurable,
+    WrongType,
+    from_response,
+)
 from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of, unreadable
 from memevict.policy import Policy
 from memevict.registry import (
@@ -46,7 +54,7 @@ from memevict.results import (
     Window,
 )
 from memevict.scripts import key_name
-from memevict.store import POLICY_FIELDS, StoreBase
+from memevict.store import StoreBase
 
 T = TypeVar("T")
 S = TypeVar("S", bound="AsyncMemoryStore")
@@ -109,7 +117,7 @@ class AsyncMemoryStore(StoreBase):
 
     async def __aenter__(self: S) -> S:
         try:
-            await self._ready()
+            await self._ready(confirm=True)
         except BaseException:
             await self.aclose()
             raise
@@ -122,7 +130,7 @@ class AsyncMemoryStore(StoreBase):
         return self._opened().__await__()
 
     async def _opened(self) -> AsyncMemoryStore:
-        await self._ready()
+        await self._ready(confirm=True)
         return self
 
     @property
@@ -131,19 +139,24 @@ class AsyncMemoryStore(StoreBase):
             raise MemevictError("the store is not open yet: store = await AsyncMemoryStore(...)")
         return self._policy
 
-    async def _ready(self) -> None:
-        """Opens the store once, however many coroutines ask at the same time."""
+    async def _ready(self, confirm: bool = False) -> None:
+        """Opens the store once, however many coroutines ask at the same time; a
+        durable store's configure waits for the replicas when the store is opened on
+        purpose (``confirm``: awaited, ``async with``), not when a call opens it (the
+        call's own WAIT confirms both)."""
         if self._policy is not None:
             return
         if self._opening is None:
-            self._opening = asyncio.ensure_future(self._open())
+            self._opening = asyncio.ensure_future(self._open(confirm))
         try:
             self._policy = await self._opening
         except BaseException:
             self._opening = None  # the next call tries again
             raise
 
-    async def _open(self) -> Policy:
+    async def _route(self) -> None:
+        """A from_url store's client: a cluster client if the URL names a cluster node
+        (asked once, before anything else is sent)."""
         if self._url is not None and isinstance(self.client, redis.asyncio.Redis):
             routed = await async_routed(self.client, self._url)
             if routed is not self.client:  # nothing was sent through the old one yet
@@ -157,10 +170,18 @@ class AsyncMemoryStore(StoreBase):
                 )
                 self.registry.durable = durable
             self._url = None
+
+    async def _open(self, confirm: bool) -> Policy:
+        await self._route()
+        self.registry.check_durable()  # (its first call: a read too)
         await self.registry.ensure_library(self.policy_key)
         if self.read_only:
             return await self._stored_policy()
-        policy = await self._configure(self._wanted, self._replace)
+        try:
+            stored = await self._configure(self._wanted, self._replace, wait=confirm)
+        except WrongType:  # (as MemoryStore._open)
+            return self._wanted if self._wanted is not None else Policy()
+        policy = self._checked(self._wanted, stored)
         # (CONFIG refused by an ACL or a managed server: nothing to check)
         with contextlib.suppress(RedisError):
             if self._asks_config(self.client):
@@ -168,9 +189,10 @@ class AsyncMemoryStore(StoreBase):
                 self._warn_if_keys_can_be_evicted(config, policy)
         return policy
 
-    async def _send(self, call: Call[T]) -> T:
+    async def _send(self, call: Call[T], *, seen: str | None = None, wait: bool = True) -> T:
+        """As MemoryStore._send."""
         try:
-            reply = await self.registry.run(*self._parts(call))
+            reply = await self.registry.run(*self._parts(call, seen), wait=wait)
         except ResponseError as error:
             raise from_response(error) from None
         except NotDurable as error:  # (applied: its result is the caller's)
@@ -179,33 +201,53 @@ class AsyncMemoryStore(StoreBase):
         return call.parse(reply)
 
     async def _run(self, call: Call[T]) -> T:
+        """As MemoryStore._run."""
         await self._ready()
-        try:
-            result = await self._send(call)
-        except NoPolicy:
-            if self.read_only:
+        pending, sends = self._first_pending(call), 0
+        while True:
+            sends += 1
+            try:
+                if pending is not None:
+                    await self._take(pending)
+                    pending = None
+                result = await self._send(call)
+            except NotDurable:
+                self._wrote(call)  # (applied)
                 raise
-            left = await self.client.exists(*self._data_keys)
-            lost = self._lost(self.policy, left)  # as MemoryStore._run
-            if lost is not None:
-                raise lost from None
-            await self._configure(self.policy, False)
-            result = await self._send(call)
-        self._wrote(call)
-        return result
+            except (NoPolicy, NamespaceChanged) as error:
+                pending = self._after(error, sends, self.policy)
+            else:
+                self._wrote(call)
+                return result
 
-    async def _configure(
-        self, policy: Policy | None, replace: bool, now: int | None = None
-    ) -> Policy:
-        call = self._configure_call(policy, replace, now)
-        _, stored = await self._send(call)
-        self._wrote(call)
-        return self._checked(policy, stored)
+    async def _take(self, seen: str) -> None:
+        """As MemoryStore._take."""
+        if not seen:
+            left = await self.client.exists(*self._data_keys)
+            lost = self._lost(left, self.policy)
+            if lost is not None:
+                raise lost
+            seen = self._seen if left and self._acked else ""
+        self._policy = await self._configure(self.policy, False, seen=seen, wait=False)
+
+    async def _configure(self, policy: Policy | None, replace: bool, **how: Any) -> Policy:
+        """As MemoryStore._configure."""
+        call = self._configure_call(policy, replace)
+        try:
+            return self._configured(await self._send(call, **{"seen": "", **how}))
+        except NotDurable as error:
+            self._not_confirmed(error)
+            raise
 
     async def recreate(self) -> Policy:
         """As :meth:`MemoryStore.recreate`."""
         await self._ready()
-        self._policy = await self._configure(self.policy, False)
+        try:
+            stored = await self._configure(self.policy, False)
+        except NotDurable as error:
+            self._policy = cast(Policy, error.result)
+            raise
+        self._policy = self._checked(self.policy, stored)
         return self._policy
 
     async def _stored_policy(self) -> Policy:
@@ -219,9 +261,13 @@ class AsyncMemoryStore(StoreBase):
         self, policy: Policy | None = None, *, now: int | None = None, **changes: Any
     ) -> Policy:
         """As MemoryStore.set_policy."""
-        _, stored = await self._run(self._set_policy_call(policy, changes, now))
-        self._policy = stored
-        return stored
+        try:
+            done = await self._run(self._set_policy_call(policy, changes, now))
+        except NotDurable as error:
+            self._policy = cast(Policy, self._not_confirmed(error).result)
+            raise
+        self._policy = self._configured(done)
+        return self._policy
 
     async def reload_policy(self) -> Policy:
         """As MemoryStore.reload_policy."""
@@ -333,11 +379,21 @@ class AsyncMemoryStore(StoreBase):
         return await self._run(commands.scan(tier, cursor, count, now=now))
 
     async def drop(self) -> int:
-        """As :meth:`MemoryStore.drop`."""
-        await self._ready()  # (a from_url store learns here whether it talks to a cluster)
-        dropped = await self._send(commands.drop())
-        self._wrote_at = None
+        """As :meth:`MemoryStore.drop`; a store not yet open drops without opening (a
+        namespace no store can open is dropped too)."""
+        if self._policy is None:
+            await self._route()  # (a from_url store learns here whether it talks to a cluster)
+            await self.registry.ensure_library(self.policy_key)
+        try:
+            dropped = await self._send(commands.drop())
+        finally:  # (as MemoryStore.drop)
+            self._dropped()
         return dropped
+
+
+async def drop_namespace(client: AsyncClient, namespace: str) -> int:
+    """As memevict.drop_namespace, on a ``redis.asyncio`` client or its ``RedisCluster``."""
+    return await AsyncMemoryStore(client, namespace).drop()
 
 
 async def namespaces(client: AsyncClient, *, now: int | None = None) -> list[Namespace]:

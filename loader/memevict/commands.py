@@ -43,6 +43,7 @@ from memevict.results import (
 from memevict.scripts import Args
 
 T = TypeVar("T")
+POLICY_FIELDS = tuple(Policy.__dataclass_fields__)  # in configure's ARGV and reply order
 
 MAX_ID_BYTES = 1024
 MIN_NOW_MS = 946684800000  # 2000-01-01T00:00:00Z, as in lua/lib/args.lua
@@ -56,6 +57,14 @@ MAX_TOKENS = 1_000_000_000  # tokens of one memory, as in lua/lib/args.lua
 MAX_GROUP_BYTES = 256  # as in lua/lib/args.lua
 MAX_BUDGET = 2**53 - 1  # as in lua/window.lua
 MAX_SCAN = 200  # metadata entries per scan page, as in lua/scan.lua
+
+
+# A write's ``seen`` argument when it checks nothing: a store puts the namespace as it last
+# saw it there ('<incarnation>:<revision>', lua/lib/policy.lua) when it sends the call.
+UNSEEN = b""
+# configure's seen when it checks nothing but is to tell the namespace's seen (its reply
+# then ends with it).
+ASK_SEEN = "?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,21 +241,50 @@ def _remembered_or_none(memory_id: str) -> Callable[[Any], Remembered | None]:
     return lambda reply: None if reply is None else parse(reply)
 
 
-def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
+@dataclass(frozen=True, slots=True)
+class Configured:
+    """configure's reply: its status, the policy in force after it and (asked with a seen
+    argument) the namespace's seen after it, '<incarnation>:<revision>' ("" not asked)."""
+
+    status: str
+    policy: Policy
+    seen: str
+
+
+def _configured(reply: Sequence[Any]) -> Configured:
+    status, *values = (as_text(x) for x in reply)
+    names = POLICY_FIELDS
+    seen = values[len(names)] if len(values) > len(names) else ""
+    stored = Policy.from_strings(dict(zip(names, values[: len(names)], strict=True)))
+    return Configured(status, stored, seen)
+
+
+def configured(policy: Policy, *, replace: bool, now: int | None = None) -> Call[Configured]:
+    """configure with ``policy`` (stored if the namespace has none, or ``replace``); a
+    store sends it with its seen (or ASK_SEEN), so the reply tells it the namespace's."""
     if not isinstance(policy, Policy):
         raise BadPolicy(f"policy must be a memevict.Policy, got {type(policy).__name__}")
+    args = {
+        "mode": "replace" if replace else "init",
+        **policy.to_args(),
+        "now": _now(now),
+        "seen": UNSEEN,
+    }
+    return Call("configure", args, _configured)
+
+
+def configure(policy: Policy, *, replace: bool, now: int | None = None) -> Call[tuple[str, Policy]]:
+    """As configured, its reply read as (status, policy)."""
+    call = configured(policy, replace=replace, now=now)
 
     def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
-        status, *values = (as_text(x) for x in reply)
-        return status, Policy.from_strings(dict(zip(policy.to_args(), values, strict=True)))
+        done = _configured(reply)
+        return done.status, done.policy
 
-    args = {"mode": "replace" if replace else "init", **policy.to_args(), "now": _now(now)}
-    return Call("configure", args, parse)
+    return Call(call.script, call.args, parse)
 
 
-def update_policy(
-    changes: Mapping[str, Any], *, now: int | None = None
-) -> Call[tuple[str, Policy]]:
+def update_policy(changes: Mapping[str, Any], *, now: int | None = None) -> Call[Configured]:
     """Changes only the given fields of the stored policy, in one atomic call (no
     read-modify-write race between two operators changing different fields)."""
     if not changes:
@@ -256,17 +294,13 @@ def update_policy(
     except TypeError as error:
         raise BadPolicy(f"not a Policy field: {error}") from None
     values = checked.to_args()
-
-    def parse(reply: Sequence[Any]) -> tuple[str, Policy]:
-        status, *stored = (as_text(x) for x in reply)
-        return status, Policy.from_strings(dict(zip(values, stored, strict=True)))
-
     args: dict[str, str | bytes] = {
         "mode": "update",
         **{name: values[name] if name in changes else "" for name in values},
         "now": _now(now),
+        "seen": UNSEEN,
     }
-    return Call("configure", args, parse)
+    return Call("configure", args, _configured)
 
 
 def remember(
@@ -291,6 +325,7 @@ def remember(
         "tokens": _tokens(tokens),
         "group": _group(group),
         "now": _now(now),
+        "seen": UNSEEN,
     }
     return Call("remember", args, _remembered(memory_id), _call(call_id))
 
@@ -348,13 +383,14 @@ def remember_many(
             int(over_tokens),
         )
 
-    return Call("remember_many", {"now": _now(now), "items": values}, parse, _call(call_id))
+    args: Args = {"now": _now(now), "seen": UNSEEN, "items": values}
+    return Call("remember_many", args, parse, _call(call_id))
 
 
 def touch(
     memory_id: str, *, now: int | None, call_id: str | None = None
 ) -> Call[Remembered | None]:
-    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "seen": UNSEEN}
     return Call("touch", args, _remembered_or_none(memory_id), _call(call_id))
 
 
@@ -362,7 +398,7 @@ def decay(rate: float, *, call_id: str | None = None) -> Call[None]:
     x = finite_number(rate)
     if x is None or not 0 < x <= 1:
         raise BadRate(f"rate must be a number in (0, 1], got {rate!r}")
-    return Call("decay", {"rate": repr(x)}, lambda _: None, _call(call_id))
+    return Call("decay", {"rate": repr(x), "seen": UNSEEN}, lambda _: None, _call(call_id))
 
 
 def evict(*, now: int | None, call_id: str | None = None) -> Call[Evicted]:
@@ -370,11 +406,11 @@ def evict(*, now: int | None, call_id: str | None = None) -> Call[Evicted]:
         evicted, demoted, over, backlog, over_tokens = reply
         return Evicted(_ids(evicted), _ids(demoted), int(over), int(backlog), int(over_tokens))
 
-    return Call("evict", {"now": _now(now)}, parse, _call(call_id))
+    return Call("evict", {"now": _now(now), "seen": UNSEEN}, parse, _call(call_id))
 
 
 def _by_id(script: str, memory_id: str, now: int | None, call_id: str | None) -> Call[Remembered]:
-    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now)}
+    args: dict[str, str | bytes] = {"id": _id(memory_id), "now": _now(now), "seen": UNSEEN}
     return Call(script, args, _remembered(memory_id), _call(call_id))
 
 
@@ -391,7 +427,8 @@ def recall(memory_id: str, *, now: int | None, call_id: str | None = None) -> Ca
 
 
 def forget(memory_id: str, *, call_id: str | None = None) -> Call[None]:
-    return Call("forget", {"id": _id(memory_id)}, lambda _: None, _call(call_id))
+    args = {"id": _id(memory_id), "seen": UNSEEN}
+    return Call("forget", args, lambda _: None, _call(call_id))
 
 
 def get(memory_id: str, *, now: int | None) -> Call[Memory | None]:

@@ -172,6 +172,23 @@ class NamespaceLost(MemevictError):
     code = "NAMESPACE_LOST"
 
 
+class NamespaceChanged(MemevictError):
+    """A write was made for a namespace (its ``seen`` argument: the incarnation and policy
+    revision its caller last saw) that is not the one there now: the namespace was made
+    again since (its keys lost, or dropped, and made anew) or its policy changed. Nothing
+    was written. ``seen`` is the namespace's incarnation and revision now ('' if it does
+    not exist). A store handles it itself: it raises NamespaceLost, or takes the new
+    policy (or, having written nothing there, the new namespace) and sends the call again;
+    it reaches callers of the raw scripts only."""
+
+    code = "NAMESPACE_CHANGED"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        first = message.split(" ", 1)[0]
+        self.seen = "" if first == "-" else first
+
+
 class NotDurable(MemevictError):
     """A write of a store with ``durable_replicas`` was applied on the primary, but fewer
     replicas (or, with ``durable_aof``, not the append-only files) confirmed it within
@@ -228,6 +245,7 @@ _BY_CODE: dict[str, type[MemevictError]] = {
         PermissionDenied,
         Busy,
         ReplyNotKept,
+        NamespaceChanged,
     )
 }
 

@@ -1,4 +1,5 @@
-"""Every memevict namespace on a server, with its counts.
+"""Every memevict namespace on a server, with its counts; and dropping one, whatever
+state it is in.
 
 A namespace exists while its policy key does (``memevict:{<namespace>}:policy``,
 scripts.key_name), so the namespaces are found by SCAN over that pattern: on a
@@ -12,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from redis.exceptions import ResponseError
+
 from memevict.commands import as_text, check_namespace
-from memevict.errors import BadNamespace, MemevictError, NoPolicy
-from memevict.registry import SyncClient
+from memevict.errors import BadNamespace, MemevictError, NoPolicy, from_response
+from memevict.registry import ScriptRegistry, SyncClient
 from memevict.results import Stats
-from memevict.scripts import key_name
+from memevict.scripts import key_name, specs
 from memevict.store import MemoryStore
 
 # memevict:{*}:policy; the namespace is what the * matched.
@@ -87,3 +90,18 @@ def namespaces(client: SyncClient, *, now: int | None = None, prefix: str = "") 
             continue
         found.append(Namespace(name, stats))
     return found
+
+
+def drop_namespace(client: SyncClient, namespace: str) -> int:
+    """Deletes every key of a namespace (the drop script: one atomic UNLINK) whatever
+    state it is in: a key of the wrong type, its policy missing or damaged past
+    reading, half written. What ``store.drop()`` does, without a store, so without
+    configuring the namespace first; returns the number of keys deleted (0: none
+    was there). Its receipts expire on their own (``retry_window_s``)."""
+    spec = specs()["drop"]
+    registry = ScriptRegistry(client, "auto")
+    registry.ensure_library(key_name(check_namespace(namespace), "policy"))
+    try:
+        return int(registry.run(spec, spec.key_names(namespace), []))
+    except ResponseError as error:
+        raise from_response(error) from None

@@ -38,7 +38,11 @@ applied once: its receipt answers a repeat.
 A durable store (``durable_replicas``: :class:`Durability`) sends each write
 with a WAIT (or WAITAOF) after it, pipelined on the same connection (on a
 cluster, of the node that owns the namespace's slot): one round trip, and
-NotDurable when fewer replicas confirm in time than asked.
+NotDurable when fewer replicas confirm in time than asked. A write the store
+makes on its own before the caller's (``wait=False``: a configure that heals
+or starts the namespace) is sent without one: the caller's write, sent after
+it, waits for the replicas to reach both (replication keeps their order), so a
+NotDurable only ever describes the caller's call.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ MODES: tuple[Choice, ...] = ("auto", "scripts", "functions")
 SyncClient = redis.Redis | RedisCluster
 AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
 C = TypeVar("C", bound=SyncClient | AsyncClient)
+Argv = Sequence[ArgValue]  # a script call's KEYS or ARGV
 
 
 MIGRATION_WAIT_S = 5.0
@@ -286,12 +291,22 @@ class RegistryBase(Generic[C]):
         self._execute: Any = cast(Any, client).execute_command
         self.durable: Durability | None = None  # (set by a durable store)
 
+    def _waits(self, spec: ScriptSpec, wait: bool) -> bool:
+        """Whether a call is sent with a WAIT: a write of a durable store, unless the
+        store sends it on its own before the caller's (``wait`` False)."""
+        return wait and self.durable is not None and not spec.read_only
+
+    def check_durable(self) -> None:
+        """BadArgument, before anything is sent, if this store is durable and its client
+        cannot pipeline a write with its WAIT (an asyncio cluster client)."""
+        if self.durable is not None and isinstance(self._client, AsyncRedisCluster):
+            raise BadArgument("durable writes need a redis.Redis or a sync RedisCluster client")
+
     def _pipe(self, keys: Sequence[ArgValue]) -> Any:
         """A pipeline on one connection of the server that owns ``keys``: the
         node of their slot on a cluster (its own client)."""
+        self.check_durable()
         client: Any = self._client
-        if isinstance(client, AsyncRedisCluster):
-            raise BadArgument("durable writes need a redis.Redis or a sync RedisCluster client")
         if isinstance(client, RedisCluster):
             client = client.get_redis_connection(node_of(client, keys[0])["target_nodes"])
         return client.pipeline(transaction=False)
@@ -369,11 +384,13 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
-    def run(self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]) -> Any:
+    def run(self, spec: ScriptSpec, keys: Argv, args: Argv, *, wait: bool = True) -> Any:
+        """The script's reply; a durable store's write waits for its replicas unless
+        ``wait`` is False (see the module's docstring)."""
         waits = pauses(self.migration_wait_s)
         while True:
             try:
-                return self._attempt(spec, keys, args)
+                return self._attempt(spec, keys, args, wait)
             except (*NODE_LOST, ClusterError, TryAgainError, AskError) as error:
                 if not self._resends(error):
                     raise
@@ -392,9 +409,9 @@ class ScriptRegistry(RegistryBase[SyncClient]):
         except (*NODE_LOST, ClusterError):
             pass
 
-    def _attempt(self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]) -> Any:
+    def _attempt(self, spec: ScriptSpec, keys: Argv, args: Argv, wait: bool) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
-        send = self._execute if self.durable is None or spec.read_only else self._durably(keys)
+        send = self._durably(keys) if self._waits(spec, wait) else self._execute
         try:
             return send(*call.command, **call.route)
         except ResponseError as error:
@@ -405,7 +422,7 @@ class ScriptRegistry(RegistryBase[SyncClient]):
             return send(*fallback, **call.route)
         self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
-            return self._attempt(spec, keys, args)
+            return self._attempt(spec, keys, args, wait)
         return send(*call.command, **call.route)
 
     def _durably(self, keys: Sequence[ArgValue]) -> Any:
@@ -466,14 +483,13 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         except (NotLoaded, PermissionDenied) as error:
             self._fall_back(error)
 
-    async def run(
-        self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]
-    ) -> Any:
+    async def run(self, spec: ScriptSpec, keys: Argv, args: Argv, *, wait: bool = True) -> Any:
+        """As ScriptRegistry.run."""
         await self._routable()
         waits = pauses(self.migration_wait_s)
         while True:
             try:
-                return await self._attempt(spec, keys, args)
+                return await self._attempt(spec, keys, args, wait)
             except (*NODE_LOST, ClusterError, TryAgainError, AskError) as error:
                 if not self._resends(error):
                     raise
@@ -491,11 +507,9 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         except (*NODE_LOST, ClusterError):
             pass
 
-    async def _attempt(
-        self, spec: ScriptSpec, keys: Sequence[ArgValue], args: Sequence[ArgValue]
-    ) -> Any:
+    async def _attempt(self, spec: ScriptSpec, keys: Argv, args: Argv, wait: bool) -> Any:
         call = invocation(self._client, self.mode, spec, keys, args)
-        send = self._execute if self.durable is None or spec.read_only else self._durably(keys)
+        send = self._durably(keys) if self._waits(spec, wait) else self._execute
         try:
             return await send(*call.command, **call.route)
         except ResponseError as error:
@@ -506,7 +520,7 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
             return await send(*fallback, **call.route)
         await self._load_or_fall_back("is missing")
         if self.mode == "scripts":  # (it fell back)
-            return await self._attempt(spec, keys, args)
+            return await self._attempt(spec, keys, args, wait)
         return await send(*call.command, **call.route)
 
     def _durably(self, keys: Sequence[ArgValue]) -> Any:

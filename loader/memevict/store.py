@@ -11,22 +11,24 @@ import contextlib
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
 from memevict.clients import client_from_url, close_client
-from memevict.commands import Call, Item
+from memevict.commands import ASK_SEEN, POLICY_FIELDS, Call, Configured, Item
 from memevict.errors import (
     BadArgument,
     BadPolicy,
+    NamespaceChanged,
     NamespaceLost,
     NoPolicy,
     NotDurable,
     PolicyMismatch,
     ReadOnly,
     UnsafeMaxmemoryPolicy,
+    WrongType,
     from_response,
 )
 from memevict.policy import Policy
@@ -51,10 +53,29 @@ from memevict.results import (
     Tier,
     Window,
 )
-from memevict.scripts import RECEIPT, ArgValue, ScriptSpec, key_name, namespace_keys, specs
+from memevict.scripts import (
+    CONFIGURE,
+    RECEIPT,
+    ArgValue,
+    ScriptSpec,
+    key_name,
+    namespace_keys,
+    specs,
+)
 
 T = TypeVar("T")
 S = TypeVar("S", bound="MemoryStore")
+
+# How many times a call is sent at most: again after healing the namespace, starting
+# it again, or taking another policy (each found by the call before: NO_POLICY,
+# NAMESPACE_CHANGED), so a namespace that keeps changing under it fails the call.
+SENDS = 4
+
+
+def incarnation(seen: str) -> str:
+    """The namespace's incarnation in a seen value ('<incarnation>:<revision>')."""
+    return seen.partition(":")[0]
+
 
 __all__ = ["MemoryStore", "ScriptRegistry", "StoreBase"]
 
@@ -82,6 +103,19 @@ class StoreBase:
         # When this store last wrote to its namespace (time.monotonic()), or None: it has
         # not (or dropped it). See _lost.
         self._wrote_at: float | None = None
+        # The namespace as this store last saw it, '<incarnation>:<revision>', as every
+        # configure the store sends tells it (lua/configure.lua): every write carries it
+        # (ARGV seen, at _seen_at) and is refused, before it writes, by a namespace made
+        # again since or whose policy changed; "" unknown (after a drop): the next write
+        # configures first. _acked: a write of this store was applied to that
+        # incarnation, so its being made again by another is a loss (_made_again).
+        self._seen = ""
+        self._acked = False
+        self._seen_at = {
+            name: spec.args.index("seen")
+            for name, spec in self._specs.items()
+            if "seen" in spec.args
+        }
         self._data_keys = namespace_keys(namespace)
         # True when the store made its client (from_url): closing the store closes it.
         self.owns_client = False
@@ -94,8 +128,11 @@ class StoreBase:
         (EVALSHA); with mode="auto", what the server and the ACL allowed."""
         return self.registry.mode
 
-    def _parts(self, call: Call[Any]) -> tuple[ScriptSpec, list[bytes], list[ArgValue]]:
-        """The script, KEYS and ARGV of a call; ReadOnly, before anything is sent, for a
+    def _parts(
+        self, call: Call[Any], seen: str | None = None
+    ) -> tuple[ScriptSpec, list[bytes], list[ArgValue]]:
+        """The script, KEYS and ARGV of a call, its ARGV seen this store's (``seen``: another,
+        for a configure of the store's own); ReadOnly, before anything is sent, for a
         write of a read-only store (a replica would refuse it; a primary must not see it)."""
         spec = self._specs[call.script]
         if self.read_only and not spec.read_only:
@@ -107,14 +144,16 @@ class StoreBase:
         if call.call:  # the receipt key is <prefix>call:<call id>
             keys = list(keys)
             keys[self._receipt_at[call.script]] += call.call.encode()
-        return spec, keys, spec.argv(call.args)
+        argv = spec.argv(call.args)
+        at = self._seen_at.get(call.script)
+        if at is not None:
+            argv[at] = self._seen if seen is None else seen
+            if not argv[at] and call.script == CONFIGURE:  # (its reply tells the seen)
+                argv[at] = ASK_SEEN
+        return spec, keys, argv
 
-    def _configure_call(
-        self, policy: Policy | None, replace: bool, now: int | None
-    ) -> Call[tuple[str, Policy]]:
-        return commands.configure(
-            policy if policy is not None else Policy(), replace=replace, now=now
-        )
+    def _configure_call(self, policy: Policy | None, replace: bool) -> Call[Configured]:
+        return commands.configured(policy if policy is not None else Policy(), replace=replace)
 
     @staticmethod
     def _asks_config(client: Any) -> bool:
@@ -150,7 +189,7 @@ class StoreBase:
 
     def _set_policy_call(
         self, policy: Policy | None, changes: dict[str, Any], now: int | None
-    ) -> Call[tuple[str, Policy]]:
+    ) -> Call[Configured]:
         """A whole new policy, or changes to some fields of the stored one."""
         if changes:
             if policy is not None:
@@ -158,28 +197,99 @@ class StoreBase:
             return commands.update_policy(changes, now=now)
         if policy is None:  # None means "the stored one" only to the constructor
             raise BadPolicy("set_policy needs a Policy, got None")
-        return commands.configure(policy, replace=True, now=now)
+        return commands.configured(policy, replace=True, now=now)
+
+    def _configured(self, done: Configured) -> Policy:
+        """Takes what a configure of this store told (its reply): the namespace's seen
+        (another incarnation: this store has written nothing there yet); returns the
+        policy in force. (A configure is a write: it keeps the namespace alive.)"""
+        self._wrote_at = time.monotonic()
+        if incarnation(done.seen) != incarnation(self._seen):
+            self._acked = False
+        self._seen = done.seen
+        return done.policy
+
+    def _not_confirmed(self, error: NotDurable) -> NotDurable:
+        """A configure applied but not confirmed, taken as done: the error, its result
+        the policy."""
+        error.result = self._configured(cast(Configured, error.result))
+        return error
+
+    def _first_pending(self, call: Call[Any]) -> str | None:
+        """What a call's first send needs first: a write of a store that does not know
+        its namespace's seen (after a drop) configures it ("": see _after)."""
+        if self._seen or self.read_only or self._specs[call.script].read_only:
+            return None
+        return ""
+
+    def _after(self, error: NoPolicy | NamespaceChanged, sends: int, policy: Policy) -> str:
+        """What a store does before it sends again a call refused by ``error``, its
+        ``sends``-th send (scripts refuse before any write, so nothing ran): take the
+        namespace as the returned seen says it is now (_take; "": heal it, or start it
+        again). Raises what the call raises instead: NamespaceLost (_made_again), or the
+        error itself after SENDS sends, or NoPolicy to a read-only store."""
+        if isinstance(error, NamespaceChanged):
+            lost = self._made_again(error, policy)
+            if lost is not None:
+                raise lost from None
+        elif self.read_only:
+            raise error
+        if sends == SENDS:
+            raise error
+        return error.seen if isinstance(error, NamespaceChanged) else ""
 
     def _wrote(self, call: Call[Any]) -> None:
-        """Notes a call that reached the namespace (a write keeps it alive)."""
+        """Notes a call that reached the namespace (a write keeps it alive; a write of
+        memories under a known seen makes the namespace's loss this store's)."""
         if not self._specs[call.script].read_only:
             self._wrote_at = time.monotonic()
+            if call.script != CONFIGURE and self._seen:
+                self._acked = True
 
-    def _lost(self, policy: Policy, keys_left: int) -> NamespaceLost | None:
+    def _dropped(self) -> None:
+        """After this store's drop (applied, confirmed or not): as a store that never
+        wrote to the namespace, which its next write starts again."""
+        self._wrote_at, self._seen, self._acked = None, "", False
+
+    def _may_have_expired(self, policy: Policy) -> bool:
+        """Whether the namespace may have expired by idle_ttl_s (``policy``: the store's,
+        as of its last write; a changed one is picked up by the write after the change)
+        since this store last wrote to it."""
+        idle, at = policy.idle_ttl_s, self._wrote_at
+        return idle > 0 and at is not None and time.monotonic() - at >= idle
+
+    def _lost(self, keys_left: int, policy: Policy) -> NamespaceLost | None:
         """What a call that found no policy raises instead of configuring the namespace
-        again: NamespaceLost when this store had written to it, none of its keys is
-        left (``keys_left``: EXISTS of namespace_keys; a damaged namespace, its policy
-        or state key deleted alone, heals by configuring) and it could not have expired
-        by idle_ttl_s since (then it was lost under this store: issue 29). None when
-        this store never wrote to it, or it may have expired by design."""
-        if self._wrote_at is None or keys_left > 0:
-            return None
-        if policy.idle_ttl_s > 0 and time.monotonic() - self._wrote_at >= policy.idle_ttl_s:
+        again: NamespaceLost when this store had written to it (or opened it), none of
+        its keys is left (``keys_left``: EXISTS of namespace_keys; a damaged namespace,
+        its policy or state key deleted alone, heals by configuring) and it could not
+        have expired by idle_ttl_s since (then it was lost under this store: issue 29).
+        None when this store never wrote to it, or it may have expired by design."""
+        if self._wrote_at is None or keys_left > 0 or self._may_have_expired(policy):
             return None
         return NamespaceLost(
             f"namespace {self.namespace!r} is gone from the server (FLUSHDB, a drop by "
             "another store, a restart without persistence or a failover to a server "
             "without it); nothing was written there. store.recreate() starts it again, empty"
+        )
+
+    def _made_again(self, changed: NamespaceChanged, policy: Policy) -> NamespaceLost | None:
+        """What a call refused by another namespace than the one this store saw raises:
+        NamespaceLost when it is another incarnation (the one this store wrote to was
+        lost, and another store made it again since: a restarted worker, the CLI, a
+        per-request from_url; issue 38), this store had written memories to the one it
+        saw and that could not have expired by idle_ttl_s since. None to take the one
+        there and send the call again: only its policy changed, or this store has
+        nothing there to lose."""
+        if incarnation(changed.seen) == incarnation(self._seen):
+            return None
+        if not self._acked or self._may_have_expired(policy):
+            return None
+        return NamespaceLost(
+            f"namespace {self.namespace!r} was lost since this store wrote to it (FLUSHDB, "
+            "a drop by another store, a restart without persistence or a failover) and "
+            "made again by another store: what this store wrote is not there, and nothing "
+            "was written. store.recreate() writes to the new one from now on"
         )
 
     def _checked(self, policy: Policy | None, stored: Policy) -> Policy:
@@ -209,7 +319,6 @@ class StoreBase:
         return Policy.from_strings(stored)
 
 
-POLICY_FIELDS = tuple(Policy.__dataclass_fields__)
 # The policy fields added after memevict 0.1.0, and the value a policy stored without them
 # reads (the fifth entry of their line in lua/lib/policy.lua's POLICY: a test checks).
 FIELDS_ADDED_SINCE_0_1_0 = {"max_tokens": "0", "idle_ttl_s": "0"}
@@ -269,7 +378,7 @@ class MemoryStore(StoreBase):
         if read_only:
             self.policy = self._stored_policy()
         else:
-            self.policy = self._configure(policy, replace_policy)
+            self.policy = self._open(policy, replace_policy)
             # (CONFIG refused by an ACL or a managed server: nothing to check)
             with contextlib.suppress(RedisError):
                 if self._asks_config(client):
@@ -304,9 +413,11 @@ class MemoryStore(StoreBase):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _send(self, call: Call[T]) -> T:
+    def _send(self, call: Call[T], *, seen: str | None = None, wait: bool = True) -> T:
+        """The call's result; ``seen`` and ``wait`` for a configure of the store's own
+        (StoreBase._parts, ScriptRegistry.run)."""
         try:
-            reply = self.registry.run(*self._parts(call))
+            reply = self.registry.run(*self._parts(call, seen), wait=wait)
         except ResponseError as error:
             raise from_response(error) from None
         except NotDurable as error:  # (applied: its result is the caller's)
@@ -315,32 +426,73 @@ class MemoryStore(StoreBase):
         return call.parse(reply)
 
     def _run(self, call: Call[T]) -> T:
-        try:
-            result = self._send(call)
-        except NoPolicy:
-            if self.read_only:
+        """Sends a call; one that finds its namespace damaged, gone or changed is sent
+        again once the store has healed it, started it again or taken the change
+        (StoreBase._after, _take), or fails NamespaceLost."""
+        pending, sends = self._first_pending(call), 0
+        while True:
+            sends += 1
+            try:
+                if pending is not None:
+                    self._take(pending)
+                    pending = None
+                result = self._send(call)
+            except NotDurable:
+                self._wrote(call)  # (applied)
                 raise
-            # Scripts check the policy before any write, so nothing ran. A namespace
-            # this store never wrote to (or that expired by idle_ttl_s) is configured
-            # and the call sent again; one lost under it is not (StoreBase._lost).
-            lost = self._lost(self.policy, self.client.exists(*self._data_keys))
-            if lost is not None:
-                raise lost from None
-            self._configure(self.policy, False)
-            result = self._send(call)
-        self._wrote(call)
-        return result
+            except (NoPolicy, NamespaceChanged) as error:
+                pending = self._after(error, sends, self.policy)
+            else:
+                self._wrote(call)
+                return result
 
-    def _configure(self, policy: Policy | None, replace: bool, now: int | None = None) -> Policy:
-        call = self._configure_call(policy, replace, now)
-        _, stored = self._send(call)
-        self._wrote(call)
+    def _take(self, seen: str) -> None:
+        """Takes the namespace as ``seen`` says it is now (StoreBase._after): its policy
+        (configure, which also restores a field edited by hand); with "", after a call
+        found no policy, a namespace whose other keys are there heals (configure
+        rebuilds what is missing, keeping its incarnation, with the policy stored there
+        if it has one) and one gone whole is started again if this store never wrote to
+        it or it may have expired, else NamespaceLost (StoreBase._lost). The configure
+        is the store's own: sent without a WAIT, the call sent after it waits for both."""
+        if not seen:
+            left = self.client.exists(*self._data_keys)
+            lost = self._lost(left, self.policy)
+            if lost is not None:
+                raise lost
+            seen = self._seen if left and self._acked else ""
+        self.policy = self._configure(self.policy, False, seen=seen, wait=False)
+
+    def _configure(self, policy: Policy | None, replace: bool, **how: Any) -> Policy:
+        """Configures the namespace (``how``: _send's seen, none to check by default, and
+        wait); the policy stored, and the namespace's seen taken (applied but not
+        confirmed: NotDurable, whose result is that policy)."""
+        call = self._configure_call(policy, replace)
+        try:
+            return self._configured(self._send(call, **{"seen": "", **how}))
+        except NotDurable as error:
+            self._not_confirmed(error)
+            raise
+
+    def _open(self, policy: Policy | None, replace: bool) -> Policy:
+        """Configures the namespace when the store opens; the policy to use. A namespace
+        with a key of the wrong type, which configure cannot heal, opens anyway (its
+        calls raise WrongType; drop() deletes it)."""
+        try:
+            stored = self._configure(policy, replace)
+        except WrongType:
+            return policy if policy is not None else Policy()
         return self._checked(policy, stored)
 
     def recreate(self) -> Policy:
         """Starts the namespace again, empty, with this store's policy, after
-        NamespaceLost (or configures it if it is there); returns the stored policy."""
-        self.policy = self._configure(self.policy, False)
+        NamespaceLost (or configures it if it is there: it writes to that one from now
+        on); returns the stored policy."""
+        try:
+            stored = self._configure(self.policy, False)
+        except NotDurable as error:
+            self.policy = cast(Policy, error.result)
+            raise
+        self.policy = self._checked(self.policy, stored)
         return self.policy
 
     def _stored_policy(self) -> Policy:
@@ -358,7 +510,11 @@ class MemoryStore(StoreBase):
         from ``now`` on: a new half_life_s changes how fast recency falls from then.
         Returns the policy now in force (also ``self.policy``). A namespace whose keys
         were lost is configured again first, as by any other write."""
-        _, self.policy = self._run(self._set_policy_call(policy, changes, now))
+        try:
+            self.policy = self._configured(self._run(self._set_policy_call(policy, changes, now)))
+        except NotDurable as error:
+            self.policy = cast(Policy, self._not_confirmed(error).result)
+            raise
         return self.policy
 
     def reload_policy(self) -> Policy:
@@ -477,10 +633,12 @@ class MemoryStore(StoreBase):
 
     def drop(self) -> int:
         """Deletes the whole namespace (policy, memories, indexes) in one
-        atomic call; returns the number of keys deleted. A later write
-        through this store, or through a store that never wrote to it, starts the
-        namespace again, empty; another store that had written to it raises
-        NamespaceLost."""
-        dropped = self._send(commands.drop())
-        self._wrote_at = None
+        atomic call, whatever state it is in; returns the number of keys deleted. A
+        later write through this store, or through a store that never wrote to it,
+        starts the namespace again, empty; another store that had written to it raises
+        NamespaceLost. Applied but not confirmed (NotDurable): the same."""
+        try:
+            dropped = self._send(commands.drop())
+        finally:  # (NotDurable: applied; a connection error: perhaps, and then as here)
+            self._dropped()
         return dropped

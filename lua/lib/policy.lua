@@ -95,6 +95,8 @@ local function policy_of(numbers)
     p[f[1]] = f[2] == 'word' and f[3][numbers[i]] or numbers[i]
   end
   p.activity = p.clock == 'activity'
+  -- (its revision, as the seen a write carries spells it: see load_policy)
+  p.revision = fmt(numbers[#POLICY + 1] or 0)
   if p.activity then
     p.lambda = math.log(2) / p.half_life_memories
   else
@@ -107,8 +109,12 @@ local function parse_policy(raw)
   return policy_of(policy_numbers(raw))
 end
 
-local function pack_policy(values)
-  return cmsgpack.pack(policy_numbers(values))
+-- The packed copy also carries the policy's revision, after the fields (see
+-- seen_parts below): a write reads it with the policy, at no cost of its own.
+local function pack_policy(values, revision)
+  local numbers = policy_numbers(values)
+  numbers[#POLICY + 1] = revision
+  return cmsgpack.pack(numbers)
 end
 
 -- The namespace's state (see configure.lua): its clock (epoch, decay, g0,
@@ -176,14 +182,18 @@ local last_packed, last_policy
 -- packed: every value a number in its field's range (a word: its position
 -- in its list). A damaged one is never used (a byte flipped by hand).
 local function valid_numbers(numbers)
-  if type(numbers) ~= 'table' or #numbers ~= #POLICY then return false end
+  if type(numbers) ~= 'table' or (#numbers ~= #POLICY and #numbers ~= #POLICY + 1) then
+    return false
+  end
   for i, f in ipairs(POLICY) do
     local x, lo, hi = numbers[i], f[3], f[4]
     if f[2] == 'word' then lo, hi = 1, #f[3] end
     if type(x) ~= 'number' or not (x >= lo and x <= hi) then return false end
     if f[2] ~= 'num' and x ~= math.floor(x) then return false end
   end
-  return true
+  local revision = numbers[#POLICY + 1] -- (none in a copy an earlier memevict packed)
+  return revision == nil or (type(revision) == 'number' and revision >= 0 and
+    revision <= MAX_INT and revision == math.floor(revision))
 end
 
 -- The policy of a packed copy, or nil if it is damaged (valid_numbers).
@@ -193,7 +203,50 @@ local function unpacked_policy(packed)
   return policy_of(numbers)
 end
 
-local function load_policy()
+-- The namespace as a caller last saw it (issue 38): '<incarnation>:<revision>'.
+-- Its incarnation is the state's epoch, drawn (to the microsecond) when the
+-- namespace is made and kept for as long as any key of it is: a namespace made
+-- again after its keys were lost, or after a drop, is another incarnation. Its
+-- revision is the policy's, which every change of the policy counts, kept in the
+-- packed copy. The policy hash also keeps both as the fields 'incarnation' and
+-- 'revision' (configure keeps them in step, and tells them in its reply when
+-- asked). '' checks nothing.
+local MAX_SEEN_BYTES = 64
+
+local function seen_parts(s)
+  if s == '' then return nil end
+  local incarnation, revision = string.match(s, '^([^:]+):(%d+)$')
+  local x = incarnation and decimal(incarnation)
+  if #s > MAX_SEEN_BYTES or not x or #revision > 20 then
+    fail('BAD_ARG', "seen must be '' or <incarnation>:<revision>, got " .. string.sub(s, 1, 64))
+  end
+  return x, revision
+end
+
+-- What NAMESPACE_CHANGED says first: the namespace as it is now ('-' when it has
+-- no incarnation), so that the caller need not ask again.
+local function changed(incarnation, revision, seen)
+  local there = incarnation and (fmt(incarnation) .. ':' .. (revision or '0')) or '-'
+  fail('NAMESPACE_CHANGED', there .. ' is not the namespace this call was made for (' ..
+    string.sub(seen, 1, 64) .. '): made again since, or its policy changed; nothing was written')
+end
+
+-- A write's seen against the namespace (st, p): the usual case, the one it is,
+-- costs a find, two subs, a tonumber and two compares; any other value is
+-- checked whole (BAD_ARG) and refused (NAMESPACE_CHANGED), before any write.
+local function check_seen(seen, st, p)
+  local at = string.find(seen, ':', 1, true)
+  if at and string.sub(seen, at + 1) == p.revision and
+      tonumber(string.sub(seen, 1, at - 1)) == st.epoch then
+    return
+  end
+  seen_parts(seen)
+  changed(st.epoch, p.revision, seen)
+end
+
+-- The policy and the state; with ``seen`` (a write's ARG.seen), first checks that
+-- the namespace is the one the caller saw (check_seen).
+local function load_policy(seen)
   local packed = typed_read('HGET', KEY.policy, 'packed')
   local p
   if packed and packed == last_packed then
@@ -206,11 +259,14 @@ local function load_policy()
     end
     last_packed, last_policy = packed, p
   else -- a policy stored before the packed field (memevict 0.1.0), or none
-    local raw = rcall('HMGET', KEY.policy, unpack(policy_names()))
+    local names = policy_names()
+    names[#POLICY + 1] = 'revision'
+    local raw = rcall('HMGET', KEY.policy, unpack(names))
     if raw[1] == false then
       fail('NO_POLICY', 'namespace has no policy; run configure first')
     end
     local numbers = policy_numbers(raw)
+    numbers[#POLICY + 1] = tonumber(raw[#POLICY + 1])
     if not valid_numbers(numbers) then
       fail('NO_POLICY', "the namespace's policy fields are damaged; fix them by hand or " ..
         'set the policy again (memevict policy ...)')
@@ -221,6 +277,7 @@ local function load_policy()
   if not st then
     fail('NO_POLICY', 'namespace lost its state key; configure (any MemoryStore) rebuilds it')
   end
+  if seen and seen ~= '' then check_seen(seen, st, p) end
   return p, st
 end
 
