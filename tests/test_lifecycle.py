@@ -341,9 +341,10 @@ def test_the_namespaces_command(server: Server, client: redis.Redis) -> None:
     stores = fill(client)
     before = contents(client)
     assert run("--now", str(NOW)).splitlines() == [
-        "alpha  hot=2 cold=0 whitelisted=0 protected=0 over=0 backlog=0",
-        "beta  hot=2 cold=2 whitelisted=1 protected=0 over=0 backlog=0",
-        "gamma  hot=2 cold=0 whitelisted=0 protected=2 over=1 backlog=0",
+        # (tokens: of the hot tier, 1 a memory by default)
+        "alpha  hot=2 cold=0 whitelisted=0 protected=0 over=0 backlog=0 tokens=2",
+        "beta  hot=2 cold=2 whitelisted=1 protected=0 over=0 backlog=0 tokens=2",
+        "gamma  hot=2 cold=0 whitelisted=0 protected=2 over=1 backlog=0 tokens=2",
     ]
     listed = json.loads(run("--json", "--now", str(NOW)))
     assert [n["name"] for n in listed] == ["alpha", "beta", "gamma"]
