@@ -28,6 +28,7 @@ from memevict.scripts import key_name, lua_root
 from memevict.state import unpack_state
 from memevict.store import FIELDS_ADDED_SINCE_0_1_0
 from tests.conftest import StoreFactory
+from tests.servers import Server
 
 T0 = 1_800_000_000_000
 
@@ -130,6 +131,36 @@ def test_idle_expiry_under_a_volatile_policy_is_warned_of(client: redis.Redis) -
 
         with pytest.warns(UnsafeMaxmemoryPolicy, match="volatile-lru"):
             asyncio.run(opened())
+    finally:
+        client.config_set("maxmemory-policy", saved)
+
+
+def test_the_maxmemory_warning_points_at_the_line_that_made_the_store(
+    server: Server, client: redis.Redis
+) -> None:
+    """Issue 38: the warning names the application's line, not memevict's nor asyncio's
+    (an async store warns at its first call, from a task)."""
+    saved = client.config_get("maxmemory-policy")["maxmemory-policy"]
+
+    async def opened() -> None:
+        store = AsyncMemoryStore(client_of(client), "made-async")  # (the line warned at)
+        try:
+            await store.stats()
+        finally:
+            await store.aclose()
+
+    try:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        made = [
+            lambda: MemoryStore(client, "made-sync"),
+            lambda: MemoryStore.from_url(server.url, "made-url").close(),
+            lambda: asyncio.run(opened()),
+        ]
+        for make in made:
+            with pytest.warns(UnsafeMaxmemoryPolicy) as warned:
+                make()
+            ours = [w for w in warned if w.category is UnsafeMaxmemoryPolicy]
+            assert [w.filename for w in ours] == [__file__]
     finally:
         client.config_set("maxmemory-policy", saved)
 

@@ -8,6 +8,8 @@ script's keys, and the policy checks. The stores differ only in ``await``.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -80,10 +82,24 @@ def incarnation(seen: str) -> str:
 __all__ = ["MemoryStore", "ScriptRegistry", "StoreBase"]
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _application_frame() -> tuple[str, int, dict[str, Any]]:
+    """File, line and module globals of the innermost caller outside memevict (an
+    adapter's store is made inside memevict: the application's line that made the
+    adapter)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+
+
 class StoreBase:
     """One namespace's script calls, before anything is sent."""
 
     def __init__(self, namespace: str, mode: str, read_only: bool) -> None:
+        self._made_at = _application_frame()
         self.namespace = commands.check_namespace(namespace)
         self.mode_asked: Choice = check_mode(mode)
         self.read_only = read_only
@@ -180,10 +196,16 @@ class StoreBase:
                 )
             else:
                 continue
-            warnings.warn(
+            # At the line that made the store (an async store warns at its first call,
+            # from a task whose stack holds no line of the caller's).
+            filename, lineno, where = self._made_at
+            warnings.warn_explicit(
                 f"the server's maxmemory-policy is {name}: at maxmemory it {why}",
                 UnsafeMaxmemoryPolicy,
-                stacklevel=3,
+                filename,
+                lineno,
+                module=str(where.get("__name__", "")),
+                registry=where.setdefault("__warningregistry__", {}),  # (once a line, as warn)
             )
             return
 
