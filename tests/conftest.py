@@ -26,6 +26,7 @@ SERVERS = tuple(os.environ.get("MEMEVICT_SERVERS", "valkey,redis").split(","))
 SLOW_FILES = frozenset(
     {
         "test_adapter_coverage.py", "test_adapter_turn.py", "test_bench.py", "test_cluster.py",
+        "test_cluster_pool.py",
         "test_damage.py", "test_durable.py", "test_faults.py", "test_loader.py", "test_model.py",
         "test_readme.py", "test_stress.py",
     }
