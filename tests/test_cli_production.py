@@ -21,7 +21,7 @@ import redis
 import redis.asyncio
 from click.testing import CliRunner, Result
 
-from memevict import AsyncMemoryStore, MemoryStore, PermissionDenied
+from memevict import AsyncMemoryStore, MemoryStore, PermissionDenied, Policy
 from memevict.cli import main
 from memevict.scripts import specs
 from tests import docs
@@ -215,6 +215,9 @@ DAMAGE = {
     "hot-a-string": lambda c, k: (c.delete(k + "hot"), c.set(k + "hot", "x")),
     "state-a-string": lambda c, k: (c.delete(k + "state"), c.set(k + "state", "x")),
     "policy-field": lambda c, k: c.hset(k + "policy", "max_hot", "banana"),
+    "policy-field-and-packed": lambda c, k: c.hset(
+        k + "policy", mapping={"jitter": "a lot", "packed": b"\xc1"}
+    ),
     "policy-a-string": lambda c, k: (c.delete(k + "policy"), c.set(k + "policy", "x")),
     "no-policy": lambda c, k: c.delete(k + "policy"),
 }
@@ -246,6 +249,28 @@ def test_drop_deletes_a_damaged_namespace(server: Server, client: redis.Redis, d
     again = cli(server, "-n", "broken", "drop", "--yes")
     assert again.exit_code == 1 and "namespace 'broken' does not exist" in again.output
     assert cli(server, "-n", "broken", "remember", "a", "-i", "1").exit_code == 0  # anew
+
+
+def test_the_command_a_damaged_policy_error_suggests_repairs_it(
+    server: Server, client: redis.Redis
+) -> None:
+    """A policy field edited by hand while the packed copy is damaged: `namespaces` lists
+    the namespace with an error that suggests `memevict policy --jitter VALUE`, and that
+    command, as suggested, sets the field and keeps the others (main: it failed as the
+    listing did, BadPolicy)."""
+    MemoryStore(client, "broken", Policy(max_hot=7)).remember("x", 1.0)
+    DAMAGE["policy-field-and-packed"](client, "memevict:{broken}:")
+    listed = cli(server, "namespaces").stdout
+    suggested = re.search(r"\(memevict (policy --jitter) VALUE sets it\)", listed)
+    assert suggested, listed
+    done = cli(server, "-n", "broken", *suggested.group(1).split(), "0.002")
+    assert done.exit_code == 0, done.output
+    assert MemoryStore(client, "broken", read_only=True).policy == Policy(max_hot=7, jitter=0.002)
+    assert "broken  hot=1" in cli(server, "namespaces").stdout
+    client.hset("memevict:{broken}:policy", mapping={"jitter": "a lot", "max_hot": "x"})
+    client.hset("memevict:{broken}:policy", "packed", b"\xc1")  # two fields broken
+    twice = cli(server, "-n", "broken", "policy", "--jitter", "0.002")
+    assert twice.exit_code == 1 and "BadPolicy" in twice.output  # (it says which, in turn)
 
 
 # --- item 10: plain text in an adapter's namespace ---------------------------------------

@@ -14,12 +14,12 @@ import redis
 from memevict import commands
 from memevict.clients import client_from_url, close_client
 from memevict.commands import MAX_SCAN, MAX_TOP, check_namespace
-from memevict.errors import MemevictError
-from memevict.namespaces import Namespace
+from memevict.errors import BadPolicy, MemevictError
+from memevict.namespaces import Namespace, drop_namespace
 from memevict.namespaces import namespaces as list_namespaces
 from memevict.policy import CLOCKS, Policy, field_docs
 from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
-from memevict.scripts import key_name, namespace_keys, register, specs
+from memevict.scripts import key_name, namespace_keys, specs
 from memevict.store import MemoryStore
 
 if TYPE_CHECKING:  # (the simulate package loads only when simulate runs)
@@ -569,9 +569,9 @@ def drop(ctx: click.Context, yes: bool, as_json: bool) -> None:
     if as_json and not yes:  # (JSON is for scripts, which cannot answer a prompt)
         raise click.ClickException(f"drop --json does not ask: pass --yes to drop {name!r}")
     # A damaged namespace must go too, whatever its damage: so no store is opened (that
-    # configures it, and fails on a key of another type or a broken policy) and a
-    # namespace exists while any of its keys does (its policy may be the damage). The
-    # drop script itself reads nothing: it UNLINKs every key the namespace has.
+    # configures it, and fails on a policy damaged past reading) and a namespace exists
+    # while any of its keys does (its policy may be the damage). drop_namespace reads
+    # nothing: it UNLINKs every key the namespace has.
     with connect(ctx.obj["url"]) as client:
         present = client.exists(*namespace_keys(name))
         if not present:
@@ -582,7 +582,7 @@ def drop(ctx: click.Context, yes: bool, as_json: bool) -> None:
             click.confirm(
                 f"Drop namespace {name!r}: {_contents(client, name)}?", abort=True, err=True
             )
-        keys = register(client).drop(name, {})
+        keys = drop_namespace(client, name)
     _emit(
         {"namespace": name, "keys": keys},
         as_json,
@@ -743,13 +743,42 @@ def policy(ctx: click.Context, /, as_json: bool, **changes: Any) -> None:
     """Show the namespace's policy, or set fields of it (e.g. --max-hot 50)."""
     updates = {k: v for k, v in changes.items() if v is not None}
     Policy(**updates)  # (checked before the store opens: a refused change creates nothing)
-    with _store(ctx, read=not updates, creates=True) as store:
-        current = store.set_policy(**updates) if updates else store.policy
+    if updates:
+        with connect(ctx.obj["url"]) as client:
+            current = _set_policy(client, ctx.obj["namespace"], updates)
+    else:
+        with _store(ctx, read=True) as store:
+            current = store.policy
     _emit(
         current,
         as_json,
         lambda: "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(current).items()),
     )
+
+
+def _set_policy(client: Any, name: str, updates: dict[str, Any]) -> Policy:
+    """Sets fields of the namespace's policy, creating the namespace if it is new. A
+    policy whose field was edited by hand while its packed copy is damaged cannot be
+    opened (BadPolicy: nothing sound to restore the field from), and its error says to set
+    that field with this command: the stored fields, the given ones in their place,
+    replace the policy then, if they make one."""
+    try:
+        store = MemoryStore(client, name)
+    except BadPolicy as refused:
+        stored = client.hgetall(key_name(check_namespace(name), "policy"))
+        merged = Policy().to_args()
+        merged.update((k, v) for k, v in map(_texts, stored.items()) if k in merged)
+        merged.update((k, v) for k, v in Policy(**updates).to_args().items() if k in updates)
+        try:
+            whole = Policy.from_strings(merged)
+        except BadPolicy:
+            raise refused from None  # (another field is broken too: the first error says)
+        return MemoryStore(client, name, whole, replace_policy=True).policy
+    return store.set_policy(**updates)
+
+
+def _texts(pair: tuple[Any, Any]) -> tuple[str, str]:
+    return commands.as_text(pair[0]), commands.as_text(pair[1])
 
 
 @main.command()
