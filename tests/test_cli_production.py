@@ -25,6 +25,7 @@ from memevict import AsyncMemoryStore, MemoryStore, PermissionDenied, Policy
 from memevict.cli import main
 from memevict.scripts import specs
 from tests import docs
+from tests.cluster import Cluster
 from tests.servers import Server
 
 MEMEVICT = [sys.executable, "-m", "memevict"]
@@ -249,6 +250,29 @@ def test_drop_deletes_a_damaged_namespace(server: Server, client: redis.Redis, d
     again = cli(server, "-n", "broken", "drop", "--yes")
     assert again.exit_code == 1 and "namespace 'broken' does not exist" in again.output
     assert cli(server, "-n", "broken", "remember", "a", "-i", "1").exit_code == 0  # anew
+
+
+@pytest.mark.slow  # (a 3-master cluster)
+def test_drop_and_the_listing_on_a_cluster(cluster: Cluster) -> None:
+    """drop finds a damaged namespace's keys on the node of its slot, and namespaces
+    --prefix asks every primary."""
+    url = cluster.stable_url()
+    client = cluster.client()
+    try:
+        client.flushall()
+        names = [f"openai:s{i}" for i in range(12)]  # (on more than one node)
+        for name in names:
+            MemoryStore(client, name).remember("a", 1.0, tokens=2)
+        DAMAGE["hot-a-string"](client, "memevict:{openai:s3}:")
+        listed = CliRunner().invoke(main, ["--url", url, "namespaces", "--prefix", "openai:"])
+        assert [line.split()[0] for line in listed.stdout.splitlines()] == sorted(names)
+        assert "openai:s3  cannot be read: WrongType" in listed.stdout
+        done = CliRunner().invoke(main, ["--url", url, "-n", "openai:s3", "drop", "--yes"])
+        assert done.exit_code == 0, done.output
+        assert not [k for k in client.keys("memevict:{openai:s3}:*") if b":call:" not in k]
+        assert MemoryStore(client, "openai:s4", read_only=True).stats().tokens == 2
+    finally:
+        client.close()
 
 
 def test_the_command_a_damaged_policy_error_suggests_repairs_it(
