@@ -286,13 +286,17 @@ def test_namespaces_lists_every_namespace_with_its_counts(
     assert {n.name: counts(n.stats) for n in listed} == KNOWN
     check_listed(listed, stores)
     assert asyncio.run(listed_async(server)) == listed
+    for prefix in ("b", "gamma", "x"):  # (the prefix as the sync listing takes it)
+        assert asyncio.run(listed_async(server, prefix)) == [
+            n for n in listed if n.name.startswith(prefix)
+        ]
     assert contents(client) == before  # nothing created, changed or left behind
 
 
-async def listed_async(server: Server) -> list[Namespace]:
+async def listed_async(server: Server, prefix: str = "") -> list[Namespace]:
     aclient = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
     try:
-        return await memevict.aio.namespaces(aclient, now=NOW)
+        return await memevict.aio.namespaces(aclient, now=NOW, prefix=prefix)
     finally:
         await aclient.aclose()
 

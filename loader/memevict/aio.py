@@ -33,7 +33,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
-from memevict.namespaces import POLICY_PATTERN, SCAN_COUNT, Namespace, names_of, unreadable
+from memevict.namespaces import SCAN_COUNT, Namespace, names_of, policy_pattern, unreadable
 from memevict.policy import Policy
 from memevict.registry import (
     MIGRATION_WAIT_S,
@@ -396,9 +396,11 @@ async def drop_namespace(client: AsyncClient, namespace: str) -> int:
     return await AsyncMemoryStore(client, namespace).drop()
 
 
-async def namespaces(client: AsyncClient, *, now: int | None = None) -> list[Namespace]:
+async def namespaces(
+    client: AsyncClient, *, now: int | None = None, prefix: str = ""
+) -> list[Namespace]:
     """As memevict.namespaces, on a ``redis.asyncio`` client or its ``RedisCluster``."""
-    scan = client.scan_iter(match=POLICY_PATTERN, count=SCAN_COUNT, _type="hash")
+    scan = client.scan_iter(match=policy_pattern(prefix), count=SCAN_COUNT, _type="hash")
     keys = [key async for key in scan]
     found: list[Namespace] = []
     for name in names_of(keys):
