@@ -23,6 +23,7 @@ import redis.asyncio
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
+from memevict.clientcache import cache_of
 from memevict.clients import async_client_from_url, async_routed
 from memevict.commands import POLICY_FIELDS, Call, Item
 from memevict.errors import (
@@ -80,13 +81,18 @@ class AsyncMemoryStore(StoreBase):
         durable_replicas: int = 0,
         durable_timeout_ms: int = 1000,
         durable_aof: bool = False,
+        cached_open: bool = False,
     ) -> None:
-        super().__init__(namespace, mode, read_only)
+        super().__init__(namespace, mode, read_only, cached_open)
         durable = Durability.of(durable_replicas, durable_timeout_ms, durable_aof)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = AsyncScriptRegistry(
-            client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
+            client,
+            self.mode_asked,
+            may_load=not read_only,
+            migration_wait_s=migration_wait_s,
+            cached=cached_open,
         )
         self.registry.durable = durable
         self._wanted = policy
@@ -167,6 +173,7 @@ class AsyncMemoryStore(StoreBase):
                     self.mode_asked,
                     may_load=not self.read_only,
                     migration_wait_s=self.registry.migration_wait_s,
+                    cached=self.cached_open,
                 )
                 self.registry.durable = durable
             self._url = None
@@ -177,16 +184,20 @@ class AsyncMemoryStore(StoreBase):
         await self.registry.ensure_library(self.policy_key)
         if self.read_only:
             return await self._stored_policy()
-        try:
-            stored = await self._configure(self._wanted, self._replace, wait=confirm)
-        except WrongType:  # (as MemoryStore._open)
-            return self._wanted if self._wanted is not None else Policy()
-        policy = self._checked(self._wanted, stored)
-        # (CONFIG refused by an ACL or a managed server: nothing to check)
-        with contextlib.suppress(RedisError):
-            if self._asks_config(self.client):
+        policy = self._opened_before(self._wanted, self._replace)
+        if policy is None:
+            try:
+                stored = await self._configure(self._wanted, self._replace, wait=confirm)
+            except WrongType:  # (as MemoryStore._open)
+                return self._wanted if self._wanted is not None else Policy()
+            policy = self._checked(self._wanted, stored)
+        config = self._maxmemory_policy()
+        if config is None:  # (as MemoryStore's constructor)
+            config = cache_of(self.client).maxmemory = {}
+            with contextlib.suppress(RedisError):
                 config = await self.client.config_get("maxmemory-policy")
-                self._warn_if_keys_can_be_evicted(config, policy)
+                cache_of(self.client).maxmemory = config
+        self._warn_if_keys_can_be_evicted(config, policy)
         return policy
 
     async def _send(self, call: Call[T], *, seen: str | None = None, wait: bool = True) -> T:

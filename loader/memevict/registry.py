@@ -68,6 +68,7 @@ from redis.exceptions import (
     TryAgainError,
 )
 
+from memevict.clientcache import cache_of
 from memevict.errors import (
     BadArgument,
     MemevictError,
@@ -280,11 +281,13 @@ class RegistryBase(Generic[C]):
         *,
         may_load: bool = True,
         migration_wait_s: float = MIGRATION_WAIT_S,
+        cached: bool = False,
     ) -> None:
         self.specs: dict[str, ScriptSpec] = dict(specs())
         self.auto = check_mode(mode) == "auto"
         self.mode: Mode = "functions" if mode == "auto" else mode
         self.may_load = may_load  # False: a read-only store, which must not FUNCTION LOAD
+        self.cached = cached  # ensure_library takes what a store before found (cached_open)
         self.migration_wait_s = check_wait(migration_wait_s)
         self._client: C = client
         # RedisCluster.execute_command has no annotations; every call goes through here.
@@ -334,6 +337,25 @@ class RegistryBase(Generic[C]):
             raise error
         self.mode = "scripts"
 
+    def _library_at(self, key: str) -> tuple[bool, bool, str]:
+        """What the mode found for ``key`` depends on: auto or not, may load or
+        not, and the node (a cluster's node that serves ``key``)."""
+        node = node_of(self._client, key).get("target_nodes")
+        return self.auto, self.may_load, str(getattr(node, "name", ""))
+
+    def _checked_before(self, key: str) -> bool:
+        """Whether a store before this one on the client checked the library at
+        ``key``'s node: then this one takes the mode it found (memevict/clientcache.py;
+        a library lost since is loaded by the call that finds it missing)."""
+        mode = cache_of(self._client).modes.get(self._library_at(key))
+        if mode is None or not self.cached:
+            return False
+        self.mode = cast(Mode, mode)
+        return True
+
+    def _note_checked(self, key: str) -> None:
+        cache_of(self._client).modes[self._library_at(key)] = self.mode
+
     def _version_known(self, ask: Invocation, error: ResponseError) -> bool:
         """Whether an error of the version call means only that the library
         is missing (then it may be loaded); a server without Functions or an
@@ -363,9 +385,14 @@ class ScriptRegistry(RegistryBase[SyncClient]):
 
     def ensure_library(self, key: str) -> None:
         """Functions mode: loads the library unless the server at ``key``'s
-        node has this version of it."""
-        if self.mode != "functions":
+        node has this version of it (a store opened with cached_open: unless a
+        store before it on the client checked: RegistryBase._checked_before)."""
+        if self.mode != "functions" or self._checked_before(key):
             return
+        self._check_library(key)
+        self._note_checked(key)
+
+    def _check_library(self, key: str) -> None:
         ask = version_invocation(self._client, key)
         try:
             current = library_current(self._execute(*ask.command, **ask.route))
@@ -465,6 +492,12 @@ class AsyncScriptRegistry(RegistryBase[AsyncClient]):
         if self.mode != "functions":
             return
         await self._routable()
+        if self._checked_before(key):
+            return
+        await self._check_library(key)
+        self._note_checked(key)
+
+    async def _check_library(self, key: str) -> None:
         ask = version_invocation(self._client, key)
         try:
             current = library_current(await self._execute(*ask.command, **ask.route))

@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 from redis.exceptions import RedisError, ResponseError
 
 from memevict import commands
+from memevict.clientcache import cache_of
 from memevict.clients import client_from_url, close_client
 from memevict.commands import ASK_SEEN, POLICY_FIELDS, Call, Configured, Item
 from memevict.errors import (
@@ -98,8 +99,9 @@ def _application_frame() -> tuple[str, int, dict[str, Any]]:
 class StoreBase:
     """One namespace's script calls, before anything is sent."""
 
-    def __init__(self, namespace: str, mode: str, read_only: bool) -> None:
+    def __init__(self, namespace: str, mode: str, read_only: bool, cached_open: bool) -> None:
         self._made_at = _application_frame()
+        self.cached_open = cached_open
         self.namespace = commands.check_namespace(namespace)
         self.mode_asked: Choice = check_mode(mode)
         self.read_only = read_only
@@ -137,6 +139,7 @@ class StoreBase:
         self.owns_client = False
 
     registry: RegistryBase[Any]
+    client: Any
 
     @property
     def mode(self) -> Mode:
@@ -167,6 +170,32 @@ class StoreBase:
             if not argv[at] and call.script == CONFIGURE:  # (its reply tells the seen)
                 argv[at] = ASK_SEEN
         return spec, keys, argv
+
+    def _opened_before(self, policy: Policy | None, replace: bool) -> Policy | None:
+        """The policy in force as a store opened before this one on the same client
+        last found it, its seen taken, when this store may open on that instead of
+        configuring (memevict/clientcache.py: a session object made per request): it
+        writes, is not durable (whose configure waits for the replicas) and does not
+        replace the policy, and it asks for none, for that one, or adopts the stored
+        one. None: configure (which also tells PolicyMismatch)."""
+        if not self.cached_open or self.read_only or replace or self.registry.durable:
+            return None
+        known = cache_of(self.client).namespace(self.namespace)
+        if known is None:
+            return None
+        seen, stored = known
+        if policy is not None and policy != stored and not self.adopt_policy:
+            return None
+        self._seen = seen
+        return stored
+
+    def _maxmemory_policy(self) -> Any:
+        """The reply to CONFIG GET maxmemory-policy that a store before this one on the
+        client had (cached_open; {} if refused), {} for a store that does not ask
+        (_asks_config), or None: ask."""
+        if not self._asks_config(self.client):
+            return {}
+        return cache_of(self.client).maxmemory if self.cached_open else None
 
     def _configure_call(self, policy: Policy | None, replace: bool) -> Call[Configured]:
         return commands.configured(policy if policy is not None else Policy(), replace=replace)
@@ -229,6 +258,7 @@ class StoreBase:
         if incarnation(done.seen) != incarnation(self._seen):
             self._acked = False
         self._seen = done.seen
+        cache_of(self.client).took(self.namespace, done.seen, done.policy)
         return done.policy
 
     def _not_confirmed(self, error: NotDurable) -> NotDurable:
@@ -272,6 +302,7 @@ class StoreBase:
         """After this store's drop (applied, confirmed or not): as a store that never
         wrote to the namespace, which its next write starts again."""
         self._wrote_at, self._seen, self._acked = None, "", False
+        cache_of(self.client).forget(self.namespace)
 
     def _may_have_expired(self, policy: Policy) -> bool:
         """Whether the namespace may have expired by idle_ttl_s (``policy``: the store's,
@@ -369,6 +400,16 @@ class MemoryStore(StoreBase):
     before :class:`SlotMigrating`; the nodes refuse it before it runs. An
     FCALL whose node is lost (a failover) is sent again to the slot's new
     owner for as long (then the connection error).
+
+    Opening sends up to three commands (the library's version, a configure,
+    CONFIG GET). With ``cached_open=True`` (what the adapters' session objects
+    use) a store opened on a client on which a store of the same namespace
+    opened before takes what that one found instead, and sends nothing: the
+    way to make a store per request cheap. What went stale since is caught by
+    the first write (a namespace lost, made again or whose policy changed
+    refuses it before it writes; the store takes it as it is and sends the
+    write again) and a missing library by the first call; until its first
+    write, ``policy`` is the policy as a store on this client last saw it.
     """
 
     registry: ScriptRegistry
@@ -387,25 +428,33 @@ class MemoryStore(StoreBase):
         durable_replicas: int = 0,
         durable_timeout_ms: int = 1000,
         durable_aof: bool = False,
+        cached_open: bool = False,
     ) -> None:
-        super().__init__(namespace, mode, read_only)
+        super().__init__(namespace, mode, read_only, cached_open)
         durable = Durability.of(durable_replicas, durable_timeout_ms, durable_aof)
         self.adopt_policy = adopt_policy
         self.client = client
         self.registry = ScriptRegistry(
-            client, self.mode_asked, may_load=not read_only, migration_wait_s=migration_wait_s
+            client,
+            self.mode_asked,
+            may_load=not read_only,
+            migration_wait_s=migration_wait_s,
+            cached=cached_open,
         )
         self.registry.durable = durable
         self.registry.ensure_library(self.policy_key)
         if read_only:
             self.policy = self._stored_policy()
-        else:
-            self.policy = self._open(policy, replace_policy)
+            return
+        known = self._opened_before(policy, replace_policy)
+        self.policy = known if known is not None else self._open(policy, replace_policy)
+        config = self._maxmemory_policy()
+        if config is None:
+            config = cache_of(client).maxmemory = {}
             # (CONFIG refused by an ACL or a managed server: nothing to check)
             with contextlib.suppress(RedisError):
-                if self._asks_config(client):
-                    config = client.config_get("maxmemory-policy")
-                    self._warn_if_keys_can_be_evicted(config, self.policy)
+                config = cache_of(client).maxmemory = client.config_get("maxmemory-policy")
+        self._warn_if_keys_can_be_evicted(config, self.policy)
 
     @classmethod
     def from_url(

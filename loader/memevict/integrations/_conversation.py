@@ -606,8 +606,9 @@ def open_conversation(
     store: Any,
 ) -> ConversationT:
     """An adapter's conversation: on ``store`` as it is, or on a store of ``namespace`` on
-    ``client`` or on a client of its own of ``url``, with the settings' policy if the
-    namespace is new (the conversation then applies the fields it was given:
+    ``client`` (opened with cached_open: what a store before on the client found) or on
+    a client of its own of ``url``, with the settings' policy if the namespace is new (the
+    conversation then applies the fields it was given:
     :meth:`Conversation.settle`). ``what`` (the adapter) is named in the BadArgument
     unless exactly one of url, client and store is given; their types are the adapter's
     (a sync client or store for a :class:`Conversation`)."""
@@ -616,7 +617,8 @@ def open_conversation(
     if store is None:
         opened = kind.store_kind
         if client is not None:
-            store = opened(client, namespace, policy, adopt_policy=True)
+            # (a session object made per request: opened from what the client knows)
+            store = opened(client, namespace, policy, adopt_policy=True, cached_open=True)
         else:
             store = opened.from_url(str(url), namespace, policy, adopt_policy=True)
     return kind(store, settings)

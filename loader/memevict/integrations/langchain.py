@@ -423,7 +423,9 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
                     store = self._store
                 else:
                     client = self._sync_client()
-                    store = MemoryStore(client, namespace, self.policy, adopt_policy=True)
+                    store = MemoryStore(
+                        client, namespace, self.policy, adopt_policy=True, cached_open=True
+                    )
                 found = self._conversations.put(namespace, self._conversation(store))
             return found
 
@@ -455,7 +457,9 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
                 store = self._store
             else:
                 client = await self._routed_async_client()
-                store = AsyncMemoryStore(client, namespace, self.policy, adopt_policy=True)
+                store = AsyncMemoryStore(
+                    client, namespace, self.policy, adopt_policy=True, cached_open=True
+                )
             found = self._async_conversations.get(namespace)  # (made while we waited?)
             if found is None:
                 found = self._async_conversations.put(namespace, self._conversation(store))
