@@ -24,6 +24,9 @@
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[11] groups: zset, evictable groups by their highest member's decay key
 -- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[14] entries: hash, entry -> id of every memory indexed now
+-- KEYS[15] entry_of: hash, id -> its entry in the index
 --
 -- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always
 --   stores it; 'update' changes the fields given (the others are '') of the stored one

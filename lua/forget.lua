@@ -16,7 +16,10 @@
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[11] groups: zset, evictable groups by their highest member's decay key
 -- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
--- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[14] entries: hash, entry -> id of every memory indexed now
+-- KEYS[15] entry_of: hash, id -> its entry in the index
+-- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -39,7 +42,7 @@ local p, st = load_policy(ARG.seen)
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
-    KEY.groups, KEY.links, KEY.state)
+    KEY.groups, KEY.links, KEY.state, KEY.terms, KEY.entries, KEY.entry_of)
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local ids = {id}
@@ -58,6 +61,7 @@ return once(p, function()
   if cold > 0 then -- (live cold memories leave: the line holds, see hold_cold_line)
     hold_cold_line({cold = rcall('ZCARD', KEY.cold), cold_max = p.cold_max, members = {}}, cold)
   end
+  unindex(ids)
   rcall('HDEL', KEY.meta, unpack(ids))
   rcall('HDEL', KEY.text, unpack(ids))
   for _, index in ipairs({KEY.hot, KEY.ghot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold}) do

@@ -25,7 +25,10 @@
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[11] groups: zset, evictable groups by their highest member's decay key
 -- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
--- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[14] entries: hash, entry -> id of every memory indexed now
+-- KEYS[15] entry_of: hash, id -> its entry in the index
+-- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -41,6 +44,9 @@
 -- ARGV[9] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
 --   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
 --   write, if it was made again since or its policy changed ('' checks nothing)
+-- ARGV[10] terms: '' or the text's terms for the lexical index (docs/lua-contract.md:
+--   terms), 1..64 bytes each without NUL, joined by single spaces, at most 256; with
+--   has_text 1 the memory is indexed by them ('' none), with has_text 0 it must be ''
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over, over_tokens]
 --   where score is the memory's score now (string, %.17g) and over and
@@ -48,7 +54,7 @@
 --   and max_tokens because only whitelisted and protected memories are left
 --   to evict (or the call's bounded work left the rest to later calls).
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
---   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
+--   BAD_NOW, BAD_TERMS, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -62,6 +68,8 @@ local whitelist = arg_flag(ARG.whitelist, 'whitelist')
 local tokens = arg_tokens(ARG.tokens)
 local group = arg_group(ARG.group)
 local now = arg_now(ARG.now)
+local terms = arg_terms(ARG.terms, 'terms')
+if not has_text and #terms > 0 then fail('BAD_TERMS', 'terms need has_text 1 (they index the text)') end
 local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 check_budget(tokens, p)
@@ -89,7 +97,10 @@ return once(p, function()
   join(m, group, t)
   refresh(m, now, p, st)
   write_meta(m)
-  if has_text then rcall('HSET', KEY.text, id, ARG.text) end
+  if has_text then
+    rcall('HSET', KEY.text, id, ARG.text)
+    reindex({{id, terms}})
+  end
   local key = place(m, t, p, st)
   if moved or not was_hot then bring_group(m, p, st, t) end -- (a hot one's group is hot)
 

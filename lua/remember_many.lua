@@ -19,7 +19,10 @@
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[11] groups: zset, evictable groups by their highest member's decay key
 -- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
--- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[14] entries: hash, entry -> id of every memory indexed now
+-- KEYS[15] entry_of: hash, id -> its entry in the index
+-- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -27,8 +30,8 @@
 -- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
 --   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
 --   write, if it was made again since or its policy changed ('' checks nothing)
--- ARGV[3] items: 7 per item, repeated 1..100 times (a bound on the call's
---   work): id, importance, text, has_text, whitelist, tokens, group, each as
+-- ARGV[3] items: 8 per item, repeated 1..100 times (a bound on the call's
+--   work): id, importance, text, has_text, whitelist, tokens, group, terms, each as
 --   in remember.lua
 --
 -- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over,
@@ -36,7 +39,7 @@
 --   was remembered, string %.17g), and evicted, demoted, over and
 --   over_tokens as remember returns them.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
---   BAD_NOW, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
+--   BAD_NOW, BAD_TERMS, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -45,9 +48,9 @@
 check_layout()
 local now = arg_now(ARG.now)
 -- The items' arguments, one array per field (a table per item costs more).
-local ids, imps, texts, has_texts, wls, toks, groups = {}, {}, {}, {}, {}, {}, {}
+local ids, imps, texts, has_texts, wls, toks, groups, terms = {}, {}, {}, {}, {}, {}, {}, {}
 local n = 0
-for i = 3, #ARGV, 7 do
+for i = 3, #ARGV, 8 do
   n = n + 1
   ids[n] = arg_id(ARGV[i])
   imps[n] = arg_importance(ARGV[i + 1])
@@ -56,6 +59,10 @@ for i = 3, #ARGV, 7 do
   wls[n] = arg_flag(ARGV[i + 4], 'whitelist')
   toks[n] = arg_tokens(ARGV[i + 5])
   groups[n] = arg_group(ARGV[i + 6])
+  terms[n] = arg_terms(ARGV[i + 7], 'terms')
+  if not has_texts[n] and #terms[n] > 0 then
+    fail('BAD_TERMS', 'terms need has_text 1 (they index the text)')
+  end
 end
 if n > 100 then fail('ARITY', 'remember_many takes at most 100 items') end
 local p, st = load_policy(ARG.seen)
@@ -167,6 +174,25 @@ return once(p, function()
     scores[i] = fmt(reported(m, ln, p))
   end
   send_pending()
+  -- The texts written, indexed (each id as its last item with text left it),
+  -- before enforce: a memory it deletes leaves the index with it.
+  local indexing, last = {}, {}
+  for i = 1, n do
+    if has_texts[i] then last[ids[i]] = i end
+  end
+  for i = 1, n do
+    if last[ids[i]] == i then indexing[#indexing + 1] = {ids[i], terms[i]} end
+  end
+  if #indexing > 0 then
+    local kept = {}
+    for j, item in ipairs(indexing) do kept[j] = item[1] end
+    local there = rcall('HMGET', KEY.meta, unpack(kept))
+    kept = {}
+    for j, item in ipairs(indexing) do -- (not one the batch dropped again)
+      if there[j] then kept[#kept + 1] = item end
+    end
+    reindex(kept)
+  end
   local evicted, over, over_tok = enforce(p, st, t)
   return {scores, evicted, demoted, over, over_tok}
 end)

@@ -29,6 +29,7 @@ from memevict import (
     BadNow,
     BadPolicy,
     BadRate,
+    BadTerms,
     BadTokens,
     InvalidArgument,
     Item,
@@ -78,11 +79,13 @@ def snapshot(client: redis.Redis) -> Snapshot:
 
 def fill(store: MemoryStore) -> None:
     """Memories in every state, so every key role of the namespace exists."""
-    store.remember("a", 1.0, text="t", now=T0)
+    # (texts with terms, so that the lexical index's keys exist: "a", cold at LATER,
+    # holds "tea" and "leaves"; "q", hot, holds "queue" and "tea")
+    store.remember("a", 1.0, text="tea leaves", now=T0)
     store.remember("w", 5.0, whitelist=True, now=T0)
     store.remember("e", 9.0, now=T0)
     store.remember("p", 3.0, tokens=2, group="pair", now=T0)  # evictable together: ghot, groups
-    store.remember("q", 3.0, text="q", group="pair", now=T0)
+    store.remember("q", 3.0, text="Queue tea", group="pair", now=T0)
     for memory_id in ("b", "c", "d"):  # protected; the last makes a, past its protection, cold
         store.remember(memory_id, 2.0, now=T0 + 60_000)
 
@@ -121,6 +124,9 @@ def test_the_fixture_fills_every_key_role(client: redis.Redis, store: MemoryStor
     assert all(client.exists(k) for k in namespace_keys(OTHER))
     cold = store.get("a", now=LATER)
     assert cold is not None and cold.tier == "cold"
+    # The index holds the fixture's texts, so a search's valid call finds something.
+    assert [m.memory.id for m in store.search("tea", tier="cold", now=LATER)] == ["a"]
+    assert [m.memory.id for m in store.search("queue", now=LATER)] == ["q"]
 
 
 def assert_rejected(
@@ -150,6 +156,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "group": "g",
         "now": LATER,
         "call_id": "app:call-1",
+        "terms": ["xylophone", "tea"],
     },
     "touch": {"id": "b", "now": LATER, "call_id": None},
     "decay": {"rate": 0.5, "call_id": None},
@@ -159,6 +166,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "recall": {"id": "a", "now": LATER, "call_id": None},
     "forget": {"id": "b", "call_id": "app.forget_2"},
     "get": {"id": "a", "now": LATER},
+    "search": {"query": "Tea?", "k": 3, "tier": "all", "now": LATER},
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
     "window": {"tokens": 10, "now": LATER},
@@ -175,7 +183,9 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "call_id": None,
     },
 }
-READ_ONLY_METHODS = {"get", "top", "stats", "reload_policy", "window", "context", "scan", "close"}
+READ_ONLY_METHODS = {
+    "get", "top", "stats", "reload_policy", "window", "context", "scan", "close", "search"
+}  # fmt: skip
 
 
 def public_methods() -> list[str]:
@@ -303,7 +313,12 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("int", 5, BadGroup),
         bad("lone surrogate", "\ud800", BadGroup),
     ],
-    "tier": [bad("warm", "warm", BadArgument), bad("None", None, BadArgument)],
+    "tier": [
+        bad("warm", "warm", BadArgument),
+        bad("upper case", "HOT", BadArgument),
+        bad("empty", "", BadArgument),
+        bad("None", None, BadArgument),
+    ],
     "cursor": [
         bad("negative", -1, BadArgument),
         bad("2**64", 2**64, BadArgument),
@@ -340,7 +355,44 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("whitelist 'no'", [Item("b", 1.0, whitelist="no")], BadArgument),  # type: ignore[arg-type]
         bad("0 tokens", [("b", 1.0), Item("c", 1.0, tokens=0)], BadTokens),
         bad("a NUL group", [("b", 1.0), Item("c", 1.0, group="a\0")], BadGroup),
+        bad("terms a str", [("b", 1.0), Item("c", 1.0, text="x", terms="tea")], BadTerms),
+        bad("a term with a space", [Item("c", 1.0, text="x", terms=["a b"])], BadTerms),
+        bad("a 65-byte term", [("b", 1.0), Item("c", 1.0, text="x", terms=["t" * 65])], BadTerms),
+        bad("terms without text", [("b", 1.0), Item("c", 1.0, terms=["tea"])], BadTerms),
     ],
+    "query": [
+        bad("bytes", b"tea", BadArgument),
+        bad("None", None, BadArgument),
+        bad("int", 5, BadArgument),
+        bad("list", ["tea"], BadArgument),
+        bad("lone surrogate", "\ud800", BadArgument),
+        bad("escaped UTF-8", "\udcc3\udcbf", BadArgument),
+    ],
+    # (remember's terms; the text they need is VALID_CALLS': terms without text
+    # are in MULTI_ARGUMENT_CASES)
+    "terms": [
+        bad("str", "tea", BadTerms),
+        bad("bytes", b"tea", BadTerms),
+        bad("a set", {"tea"}, BadTerms),
+        bad("int", 5, BadTerms),
+        bad("a term with a space", ["tea time"], BadTerms),
+        bad("an empty term", ["tea", ""], BadTerms),
+        bad("a NUL", ["a\0b"], BadTerms),
+        bad("a 65-byte term", ["t" * 65], BadTerms),
+        bad("a 66-byte term in 33 chars", ["é" * 33], BadTerms),
+        bad("257 distinct terms", [f"t{i}" for i in range(257)], BadTerms),
+        bad("a bytes term", [b"tea"], BadTerms),
+        bad("an int term", [5], BadTerms),
+        bad("a None term", [None], BadTerms),
+        bad("a lone surrogate", ["\ud800"], BadTerms),
+        bad("escaped UTF-8", ["\udcc3\udcbf"], BadTerms),
+    ],
+}
+
+# Bad values of a parameter of one method only (good for the others of that name).
+BAD_METHOD_VALUES: dict[tuple[str, str], list[Any]] = {
+    ("search", "k"): [bad("101", 101, BadArgument)],
+    ("scan", "tier"): [bad("all", "all", BadArgument)],
 }
 
 
@@ -351,7 +403,10 @@ def python_cases() -> list[Any]:
         )
         for method in public_methods()
         for param in inspect.signature(getattr(MemoryStore, method)).parameters
-        for case in BAD_PYTHON_VALUES.get(param, [])
+        for case in [
+            *BAD_PYTHON_VALUES.get(param, []),
+            *BAD_METHOD_VALUES.get((method, param), []),
+        ]
     ]
 
 
@@ -394,6 +449,25 @@ def test_python_api_rejects_bad_input(
     error: type[InvalidArgument],
 ) -> None:
     kwargs = {**VALID_CALLS[method], param: value}
+    assert_rejected(client, lambda: getattr(store, method)(**kwargs), error)
+
+
+# Arguments each good alone but bad together.
+MULTI_ARGUMENT_CASES = [
+    pytest.param("remember", {"text": None, "terms": ["tea"]}, BadTerms, id="terms without text"),
+    pytest.param("remember", {"text": None, "terms": ("tea",)}, BadTerms, id="tuple without text"),
+]
+
+
+@pytest.mark.parametrize(("method", "changes", "error"), MULTI_ARGUMENT_CASES)
+def test_python_api_rejects_bad_combinations(
+    client: redis.Redis,
+    store: MemoryStore,
+    method: str,
+    changes: dict[str, Any],
+    error: type[InvalidArgument],
+) -> None:
+    kwargs = {**VALID_CALLS[method], **changes}
     assert_rejected(client, lambda: getattr(store, method)(**kwargs), error)
 
 
@@ -503,7 +577,8 @@ GOOD_ARGS: dict[str, Any] = {
     "rate": "0.5",
     "k": "3",
     "mode": "replace",
-    "items": ["a", "2", "t", "1", "0", "1", "", "w", "3", "", "0", "1", "2", "g"],
+    "items": ["a", "2", "t", "1", "0", "1", "", "t", "w", "3", "", "0", "1", "2", "g", ""],
+    "terms": "t x",
     "skip": ["a", "nope"],
     "tokens": "2",
     "group": "g",
@@ -678,6 +753,17 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
         [("0", "0"), ("1e9 + 1", "1000000001"), ("empty", ""), *NOT_WHOLE],
     ),
     "group": ("BAD_GROUP", [("NUL", "a\0b"), ("257 bytes", "g" * 257)]),
+    "terms": (
+        "BAD_TERMS",
+        [
+            ("leading space", " t"),
+            ("trailing space", "t "),
+            ("two spaces", "t  x"),
+            ("NUL", "t\0x"),
+            ("65 bytes", "t" * 65),
+            ("257 terms", " ".join(f"t{i}" for i in range(257))),
+        ],
+    ),
     "skip": ("BAD_ID", [("empty", ["a", ""]), ("1025 bytes", ["x" * 1025])]),
     "budget": ("BAD_ARG", [("0", "0"), ("2^53", str(2**53)), *NOT_WHOLE]),
     "tier": ("BAD_ARG", [("warm", "warm"), ("empty", ""), ("upper case", "HOT")]),
@@ -697,10 +783,18 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
 }
 
 
-# remember_many's items: seven values each, as remember's id, importance, text,
-# has_text, whitelist, tokens and group. A bad one is the second of two items.
-ITEM_FIELDS = ("id", "importance", "text", "has_text", "whitelist", "tokens", "group")
-GOOD_ITEM = ["n", "2", "t", "1", "0", "3", "g"]
+# Bad values of an ARGV of one script only (good for the others of that name).
+BAD_SCRIPT_VALUES: dict[tuple[str, str], list[tuple[str, str | bytes]]] = {
+    ("search", "k"): [("101", "101")],
+    ("search", "terms"): [("33 terms", " ".join(f"t{i}" for i in range(33)))],
+    ("scan", "tier"): [("all", "all")],
+}
+
+
+# remember_many's items: eight values each, as remember's id, importance, text,
+# has_text, whitelist, tokens, group and terms. A bad one is the second of two items.
+ITEM_FIELDS = ("id", "importance", "text", "has_text", "whitelist", "tokens", "group", "terms")
+GOOD_ITEM = ["n", "2", "t", "1", "0", "3", "g", "t"]
 
 
 def item_cases(script: str) -> list[Any]:
@@ -708,8 +802,8 @@ def item_cases(script: str) -> list[Any]:
         pytest.param(script, "items", values, "ARITY", id=f"{script} items={label}")
         for label, values in [
             ("none", []),
-            ("6 values", GOOD_ITEM[:6]),
-            ("8 values", [*GOOD_ITEM, "x"]),
+            ("7 values", GOOD_ITEM[:7]),
+            ("9 values", [*GOOD_ITEM, "x"]),
             (
                 "101 items",
                 [str(i) if j == 0 else v for i in range(101) for j, v in enumerate(GOOD_ITEM)],
@@ -720,10 +814,14 @@ def item_cases(script: str) -> list[Any]:
         code, values = BAD_RAW_VALUES[field]
         for label, value in values:
             bad_item = [*GOOD_ITEM[:j], value, *GOOD_ITEM[j + 1 :]]
-            items = ["a", "1", "", "0", "0", "1", "", *bad_item]
+            items = ["a", "1", "", "0", "0", "1", "", "", *bad_item]
             cases.append(
                 pytest.param(script, "items", items, code, id=f"{script} item {field}={label}")
             )
+    # (terms index a text: with has_text 0 they must be '')
+    no_text = [*GOOD_ITEM[:2], "", "0", *GOOD_ITEM[4:]]
+    items = ["a", "1", "", "0", "0", "1", "", "", *no_text]
+    cases.append(pytest.param(script, "items", items, "BAD_TERMS", id=f"{script} item no text"))
     return cases
 
 
@@ -738,7 +836,7 @@ def raw_value_cases() -> list[Any]:
             code, values = BAD_RAW_VALUES[arg]
             cases += [
                 pytest.param(script, arg, value, code, id=f"{script} {arg}={label}")
-                for label, value in values
+                for label, value in [*values, *BAD_SCRIPT_VALUES.get((script, arg), [])]
             ]
     return cases
 
@@ -753,6 +851,13 @@ def test_scripts_reject_bad_arguments(
 ) -> None:
     args = {**good_args(script), arg: value}
     assert_raw_rejected(client, lambda: raw_call(client, script, args), code)
+
+
+@pytest.mark.usefixtures("filled_db")
+def test_remember_rejects_terms_without_text(client: redis.Redis) -> None:
+    args = {**good_args("remember"), "has_text": "0"}
+    assert args["terms"] != ""
+    assert_raw_rejected(client, lambda: raw_call(client, "remember", args), "BAD_TERMS")
 
 
 @pytest.mark.parametrize("script", ["whitelist", "demote", "recall"])
@@ -1062,7 +1167,8 @@ def test_texts_round_trip_through_raw_evalsha(client: redis.Redis, text: bytes) 
     m = store.get("a", now=T0)
     assert m is not None and m.text is not None
     assert m.text.encode("utf-8", "surrogateescape") == text
-    raw_call(client, "remember", {**args, "has_text": "0", "text": "ignored"})
+    # (has_text 0 keeps the text, and takes no terms)
+    raw_call(client, "remember", {**args, "has_text": "0", "text": "ignored", "terms": ""})
     assert raw_call(client, "get", {"id": "a", "now": str(T0)})[8] == text
 
 

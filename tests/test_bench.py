@@ -440,6 +440,20 @@ def test_the_durable_cost_script_runs(tmp_path: Path) -> None:
         assert found["durable_vs_default"] == pytest.approx(_paired(by_round[1], by_round[0]))
 
 
+def test_the_index_cost_script_runs(tmp_path: Path) -> None:
+    # benchmarks/index_cost.py: a server of its own, two namespaces of 1,200 memories
+    args = ["index_cost.py", "--sizes", "1200", "--rounds", "2", "--calls", "20"]
+    data = run_json(tmp_path, args, ["What the lexical index costs"])
+    found = data["sizes"]["1200"]
+    us = found["remember_us"]
+    assert found["remember_indexed_vs_unindexed"] == pytest.approx(
+        _paired(us["indexed"], us["unindexed"])
+    )
+    memory = found["bytes_per_memory"]
+    assert _positive(memory["indexed"], memory["unindexed"], *found["search_us"])
+    assert memory["indexed"] > memory["unindexed"]  # (the index holds something)
+
+
 def test_the_failover_campaign_script_runs(tmp_path: Path) -> None:
     # benchmarks/failover_campaign.py: one kill, two workers, on a Valkey cluster of six
     # servers of its own (the campaign picks its server; a restarted one syncs at once)

@@ -400,7 +400,7 @@ def test_scripts_out_writes_what_memevict_sends(tmp_path: Path) -> None:
         )
         assert row["function"] == function_name(spec.name) and row["read_only"] == spec.read_only
     variadic = {r["name"]: r["per_item"] for r in contract["scripts"] if r["per_item"]}
-    assert variadic == {"context": 1, "remember_many": 7}  # (skip ids; items)
+    assert variadic == {"context": 1, "remember_many": 8}  # (skip ids; items)
 
 
 def test_redis_cli_loads_the_exported_scripts_and_reads_what_python_reads(

@@ -198,9 +198,11 @@ def test_a_thousand_namespaces_each_live_on_the_node_of_their_slot(
     assert all(len(nodes) == 1 for nodes in found.values())
     per_node = [sum(1 for ns in names if i in found[ns]) for i in range(cluster.size)]
     assert sum(per_node) == 1000 and min(per_node) > 0, per_node
-    # protect_s=0: no prot or fresh key; one receipt per remember
+    # protect_s=0: no prot or fresh key; one receipt per remember; the text indexed
     assert all(
-        sorted(r) == ["call"] * 3 + ["cold", "hot", "meta", "policy", "state", "text"]
+        sorted(r)
+        == ["call"] * 3
+        + ["cold", "entries", "entry_of", "hot", "meta", "policy", "state", "terms", "text"]
         for r in roles.values()
     )
 

@@ -238,6 +238,7 @@ def reads(r: Run) -> None:
         r.id(x) for x in "abcdvw" if (m := r.s.get(r.id(x), now=T0 + 300 * S)) and m.tier == "cold"
     ]
     assert [m.id for m in page.memories] == cold and len(cold) == 1 and page.cursor == 0
+    assert r.s.search("kept", 5, now=T0 + 300 * S) == []  # (a, trimmed: gone from the index)
 
 
 def read_only_store(r: Run) -> None:

@@ -47,6 +47,7 @@ from memevict.results import (
     Batch,
     Context,
     Evicted,
+    Match,
     Memory,
     Remembered,
     ScanPage,
@@ -297,6 +298,7 @@ class AsyncMemoryStore(StoreBase):
         group: str | None = None,
         now: int | None = None,
         call_id: str | None = None,
+        terms: Sequence[str] | None = None,
     ) -> Remembered:
         """As :meth:`MemoryStore.remember`."""
         return await self._run(
@@ -309,6 +311,7 @@ class AsyncMemoryStore(StoreBase):
                 group=group,
                 now=now,
                 call_id=call_id,
+                terms=terms,
             )
         )
 
@@ -364,6 +367,12 @@ class AsyncMemoryStore(StoreBase):
     async def get(self, id: str, *, now: int | None = None) -> Memory | None:
         """One memory, hot or cold, or None."""
         return await self._run(commands.get(id, now=now))
+
+    async def search(
+        self, query: str, k: int = 10, *, tier: str = "all", now: int | None = None
+    ) -> list[Match]:
+        """As :meth:`MemoryStore.search`."""
+        return await self._run(commands.search(query, k, tier=tier, now=now))
 
     async def top(self, k: int, *, now: int | None = None) -> list[Memory]:
         """The k highest-scored hot memories, highest first."""

@@ -25,6 +25,7 @@ from memevict.errors import (
     BadNow,
     BadPolicy,
     BadRate,
+    BadTerms,
     BadTokens,
     InvalidArgument,
 )
@@ -33,6 +34,7 @@ from memevict.results import (
     Batch,
     Context,
     Evicted,
+    Match,
     Memory,
     Remembered,
     ScanPage,
@@ -41,6 +43,8 @@ from memevict.results import (
     Window,
 )
 from memevict.scripts import Args
+from memevict.terms import MAX_TERM_BYTES, MAX_TERMS, joined, query_terms
+from memevict.terms import terms as terms_of
 
 T = TypeVar("T")
 POLICY_FIELDS = tuple(Policy.__dataclass_fields__)  # in configure's ARGV and reply order
@@ -138,6 +142,34 @@ def _group(group: str | None) -> bytes:
     if not 1 <= len(raw) <= MAX_GROUP_BYTES or b"\0" in raw:
         raise BadGroup(f"group must be 1..{MAX_GROUP_BYTES} bytes without a NUL: {group[:40]!r}")
     return raw
+
+
+def _terms(found: Sequence[str] | None, text: str | None) -> bytes:
+    """The terms of a memory as the scripts take them: those of its text
+    (memevict.terms) unless given; none without text."""
+    if text is None:
+        if found:
+            raise BadTerms("terms index a text: give text with them")
+        return b""
+    if found is None:
+        return joined(terms_of(text))
+    return _checked_terms(found, MAX_TERMS, "terms")
+
+
+def _checked_terms(found: Sequence[str], most: int, name: str) -> bytes:
+    if isinstance(found, str | bytes) or not isinstance(found, Sequence):
+        raise BadTerms(f"{name} must be a sequence of str, got {type(found).__name__}")
+    distinct = set()
+    for term in found:
+        raw = _utf8(term, "a term", BadTerms) if isinstance(term, str) else None
+        if raw is None or not 1 <= len(raw) <= MAX_TERM_BYTES or b" " in raw or b"\0" in raw:
+            raise BadTerms(
+                f"a term is a str of 1..{MAX_TERM_BYTES} bytes without a space or a NUL: {term!r}"
+            )
+        distinct.add(term)
+    if len(distinct) > most:
+        raise BadTerms(f"{name} holds at most {most} distinct terms, got {len(distinct)}")
+    return joined(list(dict.fromkeys(found)))  # (each once: the scripts cap the bytes)
 
 
 MAX_CALL_ID = 64
@@ -313,6 +345,7 @@ def remember(
     tokens: int = 1,
     group: str | None = None,
     call_id: str | None = None,
+    terms: Sequence[str] | None = None,
 ) -> Call[Remembered]:
     if not isinstance(whitelist, bool):
         raise BadArgument(f"whitelist must be a bool, got {whitelist!r}")
@@ -326,6 +359,7 @@ def remember(
         "group": _group(group),
         "now": _now(now),
         "seen": UNSEEN,
+        "terms": _terms(terms, text),
     }
     return Call("remember", args, _remembered(memory_id), _call(call_id))
 
@@ -340,6 +374,7 @@ class Item:
     whitelist: bool = False
     tokens: int = 1
     group: str | None = None
+    terms: Sequence[str] | None = None
 
 
 def remember_many(
@@ -354,9 +389,10 @@ def remember_many(
     for item in items:
         if isinstance(item, Item):
             memory_id, importance, text = item.id, item.importance, item.text
-            whitelist, tokens, group = item.whitelist, item.tokens, item.group
+            whitelist, tokens, group, found = item.whitelist, item.tokens, item.group, item.terms
         elif isinstance(item, tuple) and len(item) == 2:  # (Item's defaults)
             (memory_id, importance), text, whitelist, tokens, group = item, None, False, 1, None
+            found = None
         else:
             raise BadArgument(f"each item must be an Item or an (id, importance) pair: {item!r}")
         if not isinstance(whitelist, bool):
@@ -370,6 +406,7 @@ def remember_many(
             b"1" if whitelist else b"0",
             _tokens(tokens),
             _group(group),
+            _terms(found, text),
         ]
 
     def parse(reply: Sequence[Any]) -> Batch:
@@ -442,6 +479,32 @@ def top(k: int, *, now: int | None) -> Call[list[Memory]]:
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_TOP:
         raise BadArgument(f"k must be a whole number in [0, {MAX_TOP}], got {k!r}")
     return Call("top", {"k": str(k), "now": _now(now)}, lambda r: [_memory(m) for m in r])
+
+
+MAX_SEARCH = 100
+TIERS = ("all", "hot", "cold")
+
+
+def search(query: str, k: int, *, tier: str, now: int | None) -> Call[list[Match]]:
+    """The memories that best match ``query`` (its terms: memevict.terms)."""
+    if not isinstance(query, str):
+        raise BadArgument(f"query must be a str, got {type(query).__name__}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_SEARCH:
+        raise BadArgument(f"k must be a whole number in [0, {MAX_SEARCH}], got {k!r}")
+    if tier not in TIERS:
+        raise BadArgument(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
+    _utf8(query, "query", BadArgument)
+
+    def parse(reply: Sequence[Any]) -> list[Match]:
+        return [Match(float(relevance), _memory(memory)) for relevance, memory in reply]
+
+    args: dict[str, str | bytes] = {
+        "terms": joined(query_terms(query)),
+        "k": str(k),
+        "tier": tier,
+        "now": _now(now),
+    }
+    return Call("search", args, parse)
 
 
 def stats(*, now: int | None) -> Call[Stats]:

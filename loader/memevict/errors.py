@@ -55,6 +55,13 @@ class BadGroup(InvalidArgument):
     code = "BAD_GROUP"
 
 
+class BadTerms(InvalidArgument):
+    """Terms for the lexical index that are not 1..64 bytes each without a space or a
+    NUL, or too many (docs/lua-contract.md: terms)."""
+
+    code = "BAD_TERMS"
+
+
 class OverBudget(InvalidArgument):
     """A memory costs more tokens than the whole token budget (max_tokens)."""
 
@@ -231,6 +238,7 @@ _BY_CODE: dict[str, type[MemevictError]] = {
         BadRate,
         BadTokens,
         BadGroup,
+        BadTerms,
         OverBudget,
         GroupFull,
         BadPolicy,

@@ -32,6 +32,14 @@ class Memory:
 
 
 @dataclass(frozen=True, slots=True)
+class Match:
+    """A memory a search found, with its relevance to the query (higher: better)."""
+
+    relevance: float
+    memory: Memory
+
+
+@dataclass(frozen=True, slots=True)
 class Remembered:
     """Result of remember, whitelist and recall.
 

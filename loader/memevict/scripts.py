@@ -290,6 +290,7 @@ class Scripts:
     remember: ScriptHandle
     remember_many: ScriptHandle
     scan: ScriptHandle
+    search: ScriptHandle
     stats: ScriptHandle
     top: ScriptHandle
     touch: ScriptHandle

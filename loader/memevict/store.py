@@ -49,6 +49,7 @@ from memevict.results import (
     Batch,
     Context,
     Evicted,
+    Match,
     Memory,
     Remembered,
     ScanPage,
@@ -605,10 +606,13 @@ class MemoryStore(StoreBase):
         group: str | None = None,
         now: int | None = None,
         call_id: str | None = None,
+        terms: Sequence[str] | None = None,
     ) -> Remembered:
         """Adds or updates a memory (``tokens``: its cost in the token budget;
         ``group``: the group it joins, evicted, recalled and forgotten as one),
-        evicting the lowest if the hot tier is over max_hot or max_tokens."""
+        evicting the lowest if the hot tier is over max_hot or max_tokens. A memory with
+        text is indexed by ``terms`` for :meth:`search` (None: its text's, as
+        memevict.terms makes them; []: not indexed)."""
         return self._run(
             commands.remember(
                 id,
@@ -619,6 +623,7 @@ class MemoryStore(StoreBase):
                 group=group,
                 now=now,
                 call_id=call_id,
+                terms=terms,
             )
         )
 
@@ -670,6 +675,15 @@ class MemoryStore(StoreBase):
     def get(self, id: str, *, now: int | None = None) -> Memory | None:
         """One memory, hot or cold, or None."""
         return self._run(commands.get(id, now=now))
+
+    def search(
+        self, query: str, k: int = 10, *, tier: str = "all", now: int | None = None
+    ) -> list[Match]:
+        """The memories (up to ``k``, at most 100) that best match ``query`` by their
+        terms, best first, in the tier asked ("all", "hot" or "cold"), each with its
+        relevance; only memories remembered with text (and terms) are found. Reads
+        at most 4,000 postings whatever the namespace holds, and recalls nothing."""
+        return self._run(commands.search(query, k, tier=tier, now=now))
 
     def top(self, k: int, *, now: int | None = None) -> list[Memory]:
         """The k highest-scored hot memories, highest first."""

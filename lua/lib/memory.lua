@@ -43,6 +43,7 @@
 -- memory took are folded into its m.g when it leaves the decaying indexes
 -- (fold_ticks). D also takes the whole shifts that keep decay keys small, and
 -- wbase those of whitelist keys (rebase).
+--@include lib/index.lua
 local META = '<ddddddBdd'
 local META_BYTES = 65 -- the fixed part; the group's name follows
 local META_V1 = '<ddddddB' -- 0.1.0's 49 bytes: read as 1 token, no group
@@ -236,7 +237,7 @@ end
 -- enforce, trim_cold); work and demote count down this call's budget; dirty
 -- holds the groups whose members moved (see regroup).
 local function read_tiers(now, st)
-  check_types(KEY.text, KEY.links, KEY.groups)
+  check_types(KEY.text, KEY.links, KEY.groups, KEY.terms, KEY.entries, KEY.entry_of)
   return {
     size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
       typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot),
@@ -365,9 +366,11 @@ local function place(m, t, p, st)
   return key
 end
 
--- Deletes cold memories for good (meta, text, cold and links entries).
+-- Deletes cold memories for good (meta, text, cold and links entries, and
+-- their entries in the lexical index).
 local function delete_cold(ids, links)
   if #ids == 0 then return end
+  unindex(ids)
   rcall('HDEL', KEY.meta, unpack(ids))
   rcall('HDEL', KEY.text, unpack(ids))
   rcall('ZREM', KEY.cold, unpack(ids))

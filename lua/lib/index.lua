@@ -1,0 +1,260 @@
+-- The lexical index: which memories hold which terms, kept by the same calls
+-- that write, move and delete memories (docs/rules.md: the index), read by
+-- search. The client computes each memory's terms (memevict.terms: the
+-- format is in docs/lua-contract.md) and passes them: no script reads text.
+--
+-- Layout (the namespace's hash tag, as every key):
+--   terms     hash  term -> its newest postings: a 4-byte big-endian count of its
+--                   full chunks, then up to CHUNK entries; term .. NUL .. k -> its
+--                   k-th full chunk (CHUNK entries, oldest first); '' -> the
+--                   last entry given out
+--   entries   hash  entry -> id, for every memory indexed now: an entry not
+--                   here is dead (its memory was deleted or indexed again)
+--   entry_of  hash  id -> entry
+-- An entry is a 4-byte big-endian number, new for each memory indexed. A
+-- posting is never rewritten: a dead entry stays in its term's chunks and
+-- search skips it (it checks entries for the candidates it returns).
+local CHUNK = 64
+local MAX_TERMS = 256
+local MAX_TERM_BYTES = 64
+local MAX_ENTRY = 4294967295 -- then the index is full: memories are no longer indexed
+local LUA_ARGS = 4000 -- values passed to one command through unpack (Lua's C stack)
+
+-- A memory's terms: '' (none) or terms joined by single spaces, each 1..64
+-- bytes without NUL, at most 256 (a term given twice counts once) and at most
+-- 16,640 bytes in all.
+local function arg_terms(s, name)
+  if s == '' then return {} end
+  if #s > MAX_TERMS * (MAX_TERM_BYTES + 1) then
+    fail('BAD_TERMS', name .. ' are at most ' .. MAX_TERMS * (MAX_TERM_BYTES + 1) ..
+      ' bytes (256 terms of 64 bytes and their spaces), got ' .. #s)
+  end
+  if string.find(s, '^ ') or string.find(s, ' $') or string.find(s, '  ', 1, true) or
+      string.find(s, '\0', 1, true) then
+    fail('BAD_TERMS', name .. " must be '' or terms of 1..64 bytes without NUL, joined by " ..
+      'single spaces')
+  end
+  local terms, seen = {}, {}
+  for term in string.gmatch(s, '[^ ]+') do
+    if #term > MAX_TERM_BYTES then
+      fail('BAD_TERMS', 'a term is 1..64 bytes, got ' .. #term .. ': ' .. string.sub(term, 1, 64))
+    end
+    if not seen[term] then
+      seen[term] = true
+      terms[#terms + 1] = term
+    end
+  end
+  if #terms > MAX_TERMS then
+    fail('BAD_TERMS', name .. ' holds at most ' .. MAX_TERMS .. ' terms, got ' .. #terms)
+  end
+  return terms
+end
+
+local NO_CHUNKS = '\0\0\0\0' -- a new term's postings: no full chunk yet
+
+local function entry_bytes(n)
+  return struct.pack('>I4', n)
+end
+
+-- list in parts of at most LUA_ARGS values, each small enough for unpack.
+local function parts_of(list)
+  if #list <= LUA_ARGS then return {list} end
+  local parts = {}
+  for first = 1, #list, LUA_ARGS do
+    parts[#parts + 1] = {unpack(list, first, math.min(#list, first + LUA_ARGS - 1))}
+  end
+  return parts
+end
+
+-- HMGET of the fields of list on hash key, in parts.
+local function hmget_all(key, list)
+  local out = {}
+  for _, part in ipairs(parts_of(list)) do
+    for _, x in ipairs(rcall('HMGET', key, unpack(part))) do out[#out + 1] = x end
+  end
+  return out
+end
+
+-- Appends value to map[key]'s list, noting key in keys the first time.
+local function add_to(map, keys, key, value)
+  local list = map[key]
+  if not list then
+    list = {}
+    map[key] = list
+    keys[#keys + 1] = key
+  end
+  list[#list + 1] = value
+end
+
+-- Marks the entries of memories ids dead (deleted, or about to be indexed again).
+local function unindex(ids)
+  if #ids == 0 or rcall('EXISTS', KEY.entry_of) == 0 then return end
+  local entries = hmget_all(KEY.entry_of, ids)
+  local dead = {}
+  for _, e in ipairs(entries) do
+    if e then dead[#dead + 1] = e end
+  end
+  if #dead == 0 then return end
+  for _, part in ipairs(parts_of(dead)) do rcall('HDEL', KEY.entries, unpack(part)) end
+  for _, part in ipairs(parts_of(ids)) do rcall('HDEL', KEY.entry_of, unpack(part)) end
+end
+
+-- Indexes memories anew: items[i] = {id, terms} (terms from arg_terms; none:
+-- the memory is no longer indexed). Each gets a new entry, appended to the
+-- postings of each of its terms.
+local function reindex(items)
+  local ids, count = {}, 0
+  for i, item in ipairs(items) do
+    ids[i] = item[1]
+    if #item[2] > 0 then count = count + 1 end
+  end
+  unindex(ids)
+  if count == 0 then return end
+  local last = tonumber(rcall('HGET', KEY.terms, '') or '0')
+  if last + count > MAX_ENTRY then return end
+  rcall('HSET', KEY.terms, '', last + count)
+  local adds, order, pairs_of = {}, {}, {}
+  for _, item in ipairs(items) do
+    if #item[2] > 0 then
+      last = last + 1
+      local e = entry_bytes(last)
+      pairs_of[#pairs_of + 1] = e
+      pairs_of[#pairs_of + 1] = item[1]
+      for _, term in ipairs(item[2]) do add_to(adds, order, term, e) end
+    end
+  end
+  local of = {}
+  for i = 1, #pairs_of, 2 do
+    of[#of + 1] = pairs_of[i + 1]
+    of[#of + 1] = pairs_of[i]
+  end
+  for _, part in ipairs(parts_of(pairs_of)) do rcall('HSET', KEY.entries, unpack(part)) end
+  for _, part in ipairs(parts_of(of)) do rcall('HSET', KEY.entry_of, unpack(part)) end
+  local parts = hmget_all(KEY.terms, order)
+  local writes, size = {}, 4 + 4 * CHUNK
+  for i, term in ipairs(order) do
+    local part, add = parts[i] or NO_CHUNKS, adds[term]
+    local new = #add == 1 and add[1] or table.concat(add)
+    local value
+    if #part + #new <= size then -- (the usual case: one string made)
+      value = part .. new
+    else -- the oldest CHUNK entries become a full chunk, as many times as needed
+      local full = struct.unpack('>I4', part)
+      local body = string.sub(part, 5) .. new
+      while #body > size - 4 do
+        full = full + 1
+        writes[#writes + 1] = term .. '\0' .. full
+        writes[#writes + 1] = string.sub(body, 1, size - 4)
+        body = string.sub(body, size - 3)
+      end
+      value = struct.pack('>I4', full) .. body
+    end
+    writes[#writes + 1] = term
+    writes[#writes + 1] = value
+  end
+  for _, part in ipairs(parts_of(writes)) do rcall('HSET', KEY.terms, unpack(part)) end
+end
+
+-- Search reads at most READ posting entries (the rarest terms first, each
+-- from its newest entries), whatever the namespace holds.
+local READ = 4000
+local QUERY_TERMS = 32
+
+-- The entries of a term's chunk as numbers, oldest first.
+local DECODE = {}
+local function decode(s, from)
+  local n = (#s - from + 1) / 4
+  if n <= 0 then return {} end
+  local format = DECODE[n]
+  if not format then
+    format = '>' .. string.rep('I4', n)
+    DECODE[n] = format
+  end
+  local out = {struct.unpack(format, s, from)}
+  out[#out] = nil -- (unpack's last value: the position after)
+  return out
+end
+
+-- The best-matching live memories for query terms: up to k {id, relevance}
+-- pairs, best first (ties: the newer indexed first), with want(id) true.
+-- Relevance is BM25 with every term counted once per memory and no length
+-- normalisation (b = 0, which measured best on real chats):
+-- the sum over the query's terms that the memory holds of
+-- ln(1 + (N - n + 0.5) / (n + 0.5)), N the memories indexed and n those
+-- holding the term (dead entries counted too: read, not kept).
+local function search_index(terms, k, want)
+  if #terms == 0 or k <= 0 then return {} end
+  local parts = rcall('HMGET', KEY.terms, unpack(terms))
+  local found = {}
+  for i, term in ipairs(terms) do
+    local part = parts[i]
+    if part then
+      local full = struct.unpack('>I4', part)
+      found[#found + 1] = {term = term, part = part, full = full,
+        n = full * CHUNK + (#part - 4) / 4}
+    end
+  end
+  if #found == 0 then return {} end
+  table.sort(found, function(a, b) return a.n < b.n end)
+  local total = rcall('HLEN', KEY.entries)
+  local score, seen_order, order = {}, {}, 0
+  local budget = READ
+  local function take(entries, idf)
+    for j = #entries, 1, -1 do -- newest first
+      if budget <= 0 then return end
+      budget = budget - 1
+      local e = entries[j]
+      local s = score[e]
+      if s then
+        score[e] = s + idf
+      else
+        score[e] = idf
+        order = order + 1
+        seen_order[order] = e
+      end
+    end
+  end
+  for _, f in ipairs(found) do
+    if budget <= 0 then break end
+    local idf = math.log(1 + (math.max(total - f.n, 0) + 0.5) / (f.n + 0.5))
+    take(decode(f.part, 5), idf)
+    local chunk = f.full
+    while budget > 0 and chunk > 0 do
+      local names = {}
+      for c = chunk, math.max(1, chunk - math.ceil(budget / CHUNK) + 1), -1 do
+        names[#names + 1] = f.term .. '\0' .. c
+      end
+      local chunks = rcall('HMGET', KEY.terms, unpack(names))
+      for _, s in ipairs(chunks) do
+        if s then take(decode(s, 1), idf) end
+      end
+      chunk = chunk - #names
+    end
+  end
+  -- Candidates by relevance, best first: few distinct relevances (sums of
+  -- the terms' idf), so bucket them; within one, the order met (newest first
+  -- in the rarest term).
+  local buckets, values = {}, {}
+  for j = 1, order do
+    local e = seen_order[j]
+    add_to(buckets, values, score[e], e)
+  end
+  table.sort(values, function(a, b) return a > b end)
+  local out = {}
+  for _, s in ipairs(values) do
+    local b = buckets[s]
+    for first = 1, #b, 64 do
+      local batch = {}
+      for j = first, math.min(#b, first + 63) do batch[#batch + 1] = entry_bytes(b[j]) end
+      local ids = rcall('HMGET', KEY.entries, unpack(batch))
+      for j = 1, #batch do
+        local id = ids[j]
+        if id and want(id) then
+          out[#out + 1] = {id, s}
+          if #out >= k then return out end
+        end
+      end
+    end
+  end
+  return out
+end

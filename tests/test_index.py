@@ -1,0 +1,146 @@
+"""The lexical index (issue 39): kept by the same atomic calls that write, move and
+delete memories, so a search never returns a memory that is gone and finds one as soon
+as the call that wrote it returns; relevance as docs say (BM25, b = 0), checked against
+a reference computed here from what the test itself remembered."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+import redis
+
+from memevict import BadTerms, Item, MemoryStore, Policy
+from memevict.scripts import key_name
+from memevict.terms import query_terms, terms
+
+T0 = 1_700_000_000_000
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def live_indexed(client: redis.Redis, ns: str) -> dict[str, str]:
+    """id -> entry of every memory the index holds as live (its entries hash)."""
+    entries = client.hgetall(key_name(ns, "entries"))
+    of = client.hgetall(key_name(ns, "entry_of"))
+    assert {v: k for k, v in entries.items()} == of  # the two maps agree
+    return {k.decode(): v.hex() for k, v in of.items()}
+
+
+def test_terms_are_folded_split_and_kept_once() -> None:
+    assert terms("The PASSWORD is Swordfish, the password!") == ["password", "swordfish"]
+    assert terms("Straße and STRASSE") == ["strasse"]
+    assert terms("snake_case it's a-b 1 22") == ["snake", "case", "22"]
+    assert terms("x" * 100) == ["x" * 64]
+    assert len(terms(" ".join(f"t{i}" for i in range(300)))) == 256
+    assert len(query_terms(" ".join(f"t{i}" for i in range(300)))) == 32
+    assert terms("") == [] and terms("the and of") == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_index_holds_exactly_the_live_memories_with_terms(
+    client: redis.Redis, seed: int
+) -> None:
+    rng = random.Random(seed)
+    policy = Policy(max_hot=6, cold_max=5, protect_s=0, max_tokens=0)
+    store = MemoryStore(client, "ix", policy)
+    indexed: dict[str, set[str]] = {}  # id -> its terms, as last remembered with text
+    for step in range(120):
+        now = T0 + step
+        what = rng.random()
+        if what < 0.45:
+            id = f"m{rng.randrange(30)}"
+            if rng.random() < 0.8:
+                text = " ".join(rng.sample(WORDS, rng.randint(0, 4)))
+                store.remember(id, rng.uniform(0.1, 5), text=text, now=now)
+                indexed[id] = set(terms(text))
+            else:
+                store.remember(id, rng.uniform(0.1, 5), now=now)  # keeps its text and terms
+                indexed.setdefault(id, set())
+        elif what < 0.65:
+            items = []
+            for _ in range(rng.randint(1, 5)):
+                id = f"m{rng.randrange(30)}"
+                text = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
+                items.append(Item(id, rng.uniform(0.1, 5), text=text))
+            store.remember_many(items, now=now)
+            for item in items:  # (the last item of an id wins)
+                indexed[item.id] = set(terms(item.text or ""))
+        elif what < 0.8 and indexed:
+            id = rng.choice(sorted(indexed))
+            if store.get(id, now=now) is not None:
+                store.forget(id)
+        elif what < 0.9 and indexed:
+            id = rng.choice(sorted(indexed))
+            if store.get(id, now=now) is not None:
+                store.recall(id, now=now)
+        else:
+            store.remember(f"n{step}", 1.0, text="plain words here", terms=[], now=now)
+            indexed[f"n{step}"] = set()
+        # Deleted memories (forgotten, or trimmed past cold_max) are out of the model.
+        meta = {k.decode() for k in client.hkeys(key_name("ix", "meta"))}
+        indexed = {id: t for id, t in indexed.items() if id in meta}
+        assert set(live_indexed(client, "ix")) == {id for id, t in indexed.items() if t}
+        # A search finds only live memories, and each of them by any of its terms.
+        for word in rng.sample(WORDS, 3):
+            found = {m.memory.id for m in store.search(word, 100, now=now)}
+            alive = {id for id, t in indexed.items() if word in t and store.get(id, now=now)}
+            assert found == alive, (step, word)
+
+
+def test_relevance_is_bm25_without_length_normalisation(client: redis.Redis) -> None:
+    rng = random.Random(7)
+    store = MemoryStore(client, "rank", Policy(max_hot=1000, protect_s=0))
+    docs: dict[str, set[str]] = {}
+    for i in range(200):
+        words = set(rng.sample(WORDS, rng.randint(1, 6)))
+        store.remember(f"d{i}", 1.0, text=" ".join(sorted(words)), now=T0 + i)
+        docs[f"d{i}"] = words
+    for query in (["w1"], ["w1", "w2"], ["w3", "w17", "w39"]):
+        n = len(docs)
+        df = {t: sum(t in d for d in docs.values()) for t in query}
+        expected = {
+            id: sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query if t in d)
+            for id, d in docs.items()
+            if any(t in d for t in query)
+        }
+        found = store.search(" ".join(query), 100)
+        best = sorted(expected.values(), reverse=True)[: len(found)]
+        assert [m.relevance for m in found] == pytest.approx(best)
+        for match in found:
+            assert match.relevance == pytest.approx(expected[match.memory.id])
+        # Ties: the memory indexed last first.
+        for a, b in itertools.pairwise(found):
+            if a.relevance == pytest.approx(b.relevance):
+                assert int(a.memory.id[1:]) > int(b.memory.id[1:])
+
+
+def test_search_reads_a_tier_and_returns_the_memory(client: redis.Redis) -> None:
+    store = MemoryStore(client, "tiers", Policy(max_hot=1, protect_s=0))
+    store.remember("pw", 1.0, text="the bank password is swordfish", now=T0)
+    store.remember("other", 9.0, text="the weather is fine", now=T0 + 1)
+    [hit] = store.search("what was the password?")
+    assert (hit.memory.id, hit.memory.tier, hit.memory.text) == (
+        "pw",
+        "cold",
+        "the bank password is swordfish",
+    )
+    assert store.search("password", tier="hot") == []
+    assert [m.memory.id for m in store.search("password", tier="cold")] == ["pw"]
+    assert store.search("") == [] and store.search("the of and") == []
+    assert store.search("password", 0) == []
+    store.remember("pw", 1.0, text="changed to hunter2", now=T0 + 2)  # indexed again
+    assert store.search("swordfish") == []
+    assert [m.memory.id for m in store.search("hunter2")] == ["pw"]
+
+
+def test_bad_terms_are_refused_before_anything_is_written(client: redis.Redis) -> None:
+    store = MemoryStore(client, "bad", Policy(protect_s=0))
+    for bad in (["two words"], ["x" * 65], [""], [f"t{i}" for i in range(257)]):
+        with pytest.raises(BadTerms):
+            store.remember("a", 1.0, text="t", terms=bad)
+    with pytest.raises(BadTerms):
+        store.remember("a", 1.0, terms=["t"])  # terms without text
+    assert store.get("a") is None
+    assert not client.exists(key_name("bad", "terms"))
