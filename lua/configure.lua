@@ -46,8 +46,10 @@
 -- ARGV[14] max_tokens: whole number >= 0, most tokens in the hot tier (0: no token budget)
 -- ARGV[15] idle_ttl_s: number >= 0, seconds without a write after which the namespace
 --   expires with all its keys (0: never)
--- ARGV[16] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[17] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
+-- ARGV[16] index: 0|1, 1 keeps the lexical index of the memories' terms (lib/index.lua);
+--   0 keeps none (and deletes one kept before)
+-- ARGV[17] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[18] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
 --   last saw it: NAMESPACE_CHANGED, before any write, if its incarnation is not that
 --   one (it was made again since, or it does not exist: nothing is made then); the
 --   revision is not compared (an update merges another caller's change). '' and '?'
@@ -55,7 +57,7 @@
 --
 -- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
---   retry_window_s, max_tokens, idle_ttl_s(, seen)] with status one of
+--   retry_window_s, max_tokens, idle_ttl_s, index(, seen)] with status one of
 --   'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced' (replace or update); the fields as strings, the policy in
 --   force after the call. A new clock or half-life applies from now: recency
@@ -321,5 +323,6 @@ if status == 'replaced' then
   enforce(p, st, t)
 end
 keep_seen(rev)
+if p.index == 0 then rcall('UNLINK', KEY.terms, KEY.entries, KEY.entry_of) end
 if p.idle_ttl_s > 0 then keep_alive(p) elseif stored[1] ~= false then never_expire() end
 return reply(status, given, rev)

@@ -46,7 +46,8 @@
 --   write, if it was made again since or its policy changed ('' checks nothing)
 -- ARGV[10] terms: '' or the text's terms for the lexical index (docs/lua-contract.md:
 --   terms), 1..64 bytes each without NUL, joined by single spaces, at most 256; with
---   has_text 1 the memory is indexed by them ('' none), with has_text 0 it must be ''
+--   has_text 1 the memory is indexed by them ('' none) when the policy's index is 1,
+--   with has_text 0 it must be ''
 --
 -- Returns: [score, [evicted id, ...], [demoted id, ...], over, over_tokens]
 --   where score is the memory's score now (string, %.17g) and over and
@@ -99,7 +100,7 @@ return once(p, function()
   write_meta(m)
   if has_text then
     rcall('HSET', KEY.text, id, ARG.text)
-    reindex({{id, terms}})
+    if p.index == 1 then reindex({{id, terms}}) end
   end
   local key = place(m, t, p, st)
   if moved or not was_hot then bring_group(m, p, st, t) end -- (a hot one's group is hot)

@@ -183,7 +183,7 @@ return once(p, function()
   for i = 1, n do
     if last[ids[i]] == i then indexing[#indexing + 1] = {ids[i], terms[i]} end
   end
-  if #indexing > 0 then
+  if #indexing > 0 and p.index == 1 then
     local kept = {}
     for j, item in ipairs(indexing) do kept[j] = item[1] end
     local there = rcall('HMGET', KEY.meta, unpack(kept))

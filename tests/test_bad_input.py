@@ -95,8 +95,8 @@ def filled(server: Server) -> Snapshot:
     """The DUMP of NS and OTHER filled, made once per server and restored by each test."""
     client = server.client()
     client.flushall()
-    fill(MemoryStore(client, OTHER, Policy(max_hot=7, whitelist_cap=1)))
-    fill(MemoryStore(client, NS, Policy(max_hot=7, whitelist_cap=1)))
+    fill(MemoryStore(client, OTHER, Policy(max_hot=7, whitelist_cap=1, index=1)))
+    fill(MemoryStore(client, NS, Policy(max_hot=7, whitelist_cap=1, index=1)))
     dumps = snapshot(client)
     client.flushall()
     client.close()
@@ -1059,8 +1059,8 @@ BINARY_IDS = [
 
 
 def odd_store(client: redis.Redis) -> MemoryStore:
-    fill(MemoryStore(client, OTHER, Policy(max_hot=5)))
-    return MemoryStore(client, NS, Policy(max_hot=2, protect_s=0, whitelist_cap=1))
+    fill(MemoryStore(client, OTHER, Policy(max_hot=5, index=1)))
+    return MemoryStore(client, NS, Policy(max_hot=2, protect_s=0, whitelist_cap=1, index=1))
 
 
 def namespace_dump(client: redis.Redis, namespace: str) -> dict[str, bytes | None]:

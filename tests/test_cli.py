@@ -210,7 +210,7 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     out = subprocess.run(
         ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[:15] == [
+    assert out[:16] == [
         "created",
         "3",
         "0",
@@ -226,11 +226,12 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         "60",
         "0",
         "0",
+        "1",
     ]
-    score = float(out[15])
+    score = float(out[16])
     assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
-    assert out[16:20] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
-    memory = out[20:]
+    assert out[17:21] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
+    memory = out[21:]
     assert memory[0] == "pw" and memory[3] == "hot" and memory[8] == "the password is swordfish"
     assert memory[9:] == ["1", ""]  # one token, no group
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score

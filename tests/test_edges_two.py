@@ -230,11 +230,12 @@ def test_a_damaged_packed_policy_is_never_used_and_heals(
         for i in range(3):
             store.remember(f"m{damage}{i}", 5.0, now=T0 + i)
         packed = client.hget(key, "packed")
-        assert packed is not None and packed[1] == 3  # (fixarray, then max_hot 3)
+        # (array 16: its type and length in 3 bytes, then max_hot 3)
+        assert packed is not None and packed[:3] == b"\xdc\x00\x10" and packed[3] == 3
         if damage == "flipped":
-            client.hset(key, "packed", packed[:1] + b"\xff" + packed[2:])  # max_hot -1
+            client.hset(key, "packed", packed[:3] + b"\xff" + packed[4:])  # max_hot -1
         else:
-            client.hset(key, "packed", bytes([packed[0]]) + b"\xa11" * (packed[0] & 0x0F))
+            client.hset(key, "packed", packed[:3] + b"\xa11" * 16)
         assert store.stats(now=T0 + 10).hot == 3  # a read heals it too
         assert client.hget(key, "packed") == packed
         got = store.remember(f"n{damage}", 9.0, now=T0 + 11)
@@ -243,7 +244,7 @@ def test_a_damaged_packed_policy_is_never_used_and_heals(
     read_only = MemoryStore(client, "ro", policy(max_hot=3))
     read_only.remember("a", 1.0)
     packed = client.hget(key_name("ro", "policy"), "packed")
-    client.hset(key_name("ro", "policy"), "packed", packed[:1] + b"\xff" + packed[2:])  # type: ignore[index]
+    client.hset(key_name("ro", "policy"), "packed", packed[:3] + b"\xff" + packed[4:])  # type: ignore[index]
     with pytest.raises(NoPolicy, match="damaged"):
         MemoryStore(client, "ro", read_only=True).stats()
 

@@ -12,8 +12,8 @@ import random
 import pytest
 import redis
 
-from memevict import BadTerms, Item, MemoryStore, Policy
-from memevict.scripts import key_name
+from memevict import BadTerms, Item, MemoryStore, Policy, commands
+from memevict.scripts import key_name, register
 from memevict.terms import query_terms, terms
 
 T0 = 1_700_000_000_000
@@ -43,7 +43,7 @@ def test_the_index_holds_exactly_the_live_memories_with_terms(
     client: redis.Redis, seed: int
 ) -> None:
     rng = random.Random(seed)
-    policy = Policy(max_hot=6, cold_max=5, protect_s=0, max_tokens=0)
+    policy = Policy(max_hot=6, cold_max=5, protect_s=0, index=1)
     store = MemoryStore(client, "ix", policy)
     indexed: dict[str, set[str]] = {}  # id -> its terms, as last remembered with text
     for step in range(120):
@@ -91,7 +91,7 @@ def test_the_index_holds_exactly_the_live_memories_with_terms(
 
 def test_relevance_is_bm25_without_length_normalisation(client: redis.Redis) -> None:
     rng = random.Random(7)
-    store = MemoryStore(client, "rank", Policy(max_hot=1000, protect_s=0))
+    store = MemoryStore(client, "rank", Policy(max_hot=1000, protect_s=0, index=1))
     docs: dict[str, set[str]] = {}
     for i in range(200):
         words = set(rng.sample(WORDS, rng.randint(1, 6)))
@@ -117,7 +117,7 @@ def test_relevance_is_bm25_without_length_normalisation(client: redis.Redis) -> 
 
 
 def test_search_reads_a_tier_and_returns_the_memory(client: redis.Redis) -> None:
-    store = MemoryStore(client, "tiers", Policy(max_hot=1, protect_s=0))
+    store = MemoryStore(client, "tiers", Policy(max_hot=1, protect_s=0, index=1))
     store.remember("pw", 1.0, text="the bank password is swordfish", now=T0)
     store.remember("other", 9.0, text="the weather is fine", now=T0 + 1)
     [hit] = store.search("what was the password?")
@@ -136,7 +136,7 @@ def test_search_reads_a_tier_and_returns_the_memory(client: redis.Redis) -> None
 
 
 def test_bad_terms_are_refused_before_anything_is_written(client: redis.Redis) -> None:
-    store = MemoryStore(client, "bad", Policy(protect_s=0))
+    store = MemoryStore(client, "bad", Policy(protect_s=0, index=1))
     for bad in (["two words"], ["x" * 65], [""], [f"t{i}" for i in range(257)]):
         with pytest.raises(BadTerms):
             store.remember("a", 1.0, text="t", terms=bad)
@@ -144,3 +144,42 @@ def test_bad_terms_are_refused_before_anything_is_written(client: redis.Redis) -
         store.remember("a", 1.0, terms=["t"])  # terms without text
     assert store.get("a") is None
     assert not client.exists(key_name("bad", "terms"))
+
+
+def test_the_policy_turns_the_index_on_and_off(client: redis.Redis) -> None:
+    store = MemoryStore(client, "onoff", Policy(protect_s=0))  # index=0: the default
+    store.remember("a", 1.0, text="the bank password is swordfish", now=T0)
+    store.remember_many([Item("b", 1.0, text="swordfish again")], now=T0)
+    assert store.search("swordfish") == []
+    assert not client.exists(*(key_name("onoff", r) for r in ("terms", "entries", "entry_of")))
+    store.set_policy(index=1)  # memories remembered with text from now on
+    store.remember("c", 1.0, text="a swordfish too", now=T0 + 1)
+    assert [m.memory.id for m in store.search("swordfish")] == ["c"]
+    store.remember("a", 1.0, text="the bank password is swordfish", now=T0 + 2)  # again
+    assert [m.memory.id for m in store.search("swordfish")] == ["a", "c"]
+    store.set_policy(index=0)  # the index goes
+    assert not client.exists(*(key_name("onoff", r) for r in ("terms", "entries", "entry_of")))
+    assert store.search("swordfish") == []
+    assert store.get("c") is not None  # (the memories stay)
+
+
+def test_a_policy_packed_before_the_index_reads_it_off(client: redis.Redis) -> None:
+    """A packed copy of the memevict before the index field: the 14 fields before it and
+    the revision (15 values) reads index=0 and keeps its revision (no false
+    NAMESPACE_CHANGED for the stores that saw it)."""
+    store = MemoryStore(client, "old", Policy(max_hot=7, protect_s=0))
+    store.remember("a", 1.0, now=T0)
+    key = key_name("old", "policy")
+    unpack = "return cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))"
+    assert client.eval(unpack, 1, key)[14:] == [0, 1]  # index, revision (Lua: integers)
+    drop_index = """
+      local n = cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))
+      table.remove(n, 15)
+      redis.call('HSET', KEYS[1], 'packed', cmsgpack.pack(n))
+      return #n"""
+    assert client.eval(drop_index, 1, key) == 15
+    client.hdel(key, "index")
+    # A raw write with the seen the store had: not refused (the revision read as it was).
+    call = commands.remember("b", 2.0, text=None, whitelist=False, now=T0)
+    assert register(client).remember("old", {**call.args, "seen": store._seen})
+    assert MemoryStore(client, "old").policy == Policy(max_hot=7, protect_s=0)

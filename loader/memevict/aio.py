@@ -311,7 +311,7 @@ class AsyncMemoryStore(StoreBase):
                 group=group,
                 now=now,
                 call_id=call_id,
-                terms=terms,
+                terms=self._terms(terms, self._policy),
             )
         )
 
@@ -324,7 +324,9 @@ class AsyncMemoryStore(StoreBase):
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
         at the same now, then evicts once; items are Item or (id, importance)."""
-        return await self._run(commands.remember_many(items, now=now, call_id=call_id))
+        return await self._run(
+            commands.remember_many(self._indexed(items, self._policy), now=now, call_id=call_id)
+        )
 
     async def touch(
         self, id: str, *, now: int | None = None, call_id: str | None = None

@@ -27,6 +27,7 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "retry_window_s": (0, 86400),
     "max_tokens": (0, _MAX_INT),
     "idle_ttl_s": (0, 1e9),
+    "index": (0, 1),
 }
 
 
@@ -58,6 +59,9 @@ class Policy:
         tier before eviction starts; 0: no token budget.
     idle_ttl_s: seconds without a write after which the namespace expires with all
         its keys; 0: never.
+    index: whether the namespace keeps a lexical index of its memories' terms, for
+        search: 1 indexes every memory remembered with text from then on; 0 keeps
+        none, and deletes one kept before.
     """
 
     max_hot: int = 100
@@ -74,6 +78,7 @@ class Policy:
     retry_window_s: float = 60.0
     max_tokens: int = 0
     idle_ttl_s: float = 0.0
+    index: int = 0
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

@@ -8,6 +8,7 @@ script's keys, and the policy checks. The stores differ only in ``await``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -198,6 +199,26 @@ class StoreBase:
             return {}
         return cache_of(self.client).maxmemory if self.cached_open else None
 
+    @staticmethod
+    def _terms(terms: Sequence[str] | None, policy: Policy | None) -> Sequence[str] | None:
+        """A memory's terms as sent: none made from its text for a namespace that keeps
+        no index (the script would ignore them); None (made) while the policy is unknown."""
+        if terms is None and policy is not None and not policy.index:
+            return ()
+        return terms
+
+    @staticmethod
+    def _indexed(
+        items: Sequence[Item | tuple[str, float]], policy: Policy | None
+    ) -> Sequence[Item | tuple[str, float]]:
+        """remember_many's items, their terms as _terms sends them."""
+        if policy is None or policy.index or isinstance(items, str | bytes):
+            return items
+        return [
+            dataclasses.replace(i, terms=()) if isinstance(i, Item) and i.terms is None else i
+            for i in items
+        ]
+
     def _configure_call(self, policy: Policy | None, replace: bool) -> Call[Configured]:
         return commands.configured(policy if policy is not None else Policy(), replace=replace)
 
@@ -375,7 +396,7 @@ class StoreBase:
 
 # The policy fields added after memevict 0.1.0, and the value a policy stored without them
 # reads (the fifth entry of their line in lua/lib/policy.lua's POLICY: a test checks).
-FIELDS_ADDED_SINCE_0_1_0 = {"max_tokens": "0", "idle_ttl_s": "0"}
+FIELDS_ADDED_SINCE_0_1_0 = {"max_tokens": "0", "idle_ttl_s": "0", "index": "0"}
 
 
 class MemoryStore(StoreBase):
@@ -623,7 +644,7 @@ class MemoryStore(StoreBase):
                 group=group,
                 now=now,
                 call_id=call_id,
-                terms=terms,
+                terms=self._terms(terms, self.policy),
             )
         )
 
@@ -636,7 +657,9 @@ class MemoryStore(StoreBase):
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
         at the same now, then evicts once; items are Item or (id, importance)."""
-        return self._run(commands.remember_many(items, now=now, call_id=call_id))
+        return self._run(
+            commands.remember_many(self._indexed(items, self.policy), now=now, call_id=call_id)
+        )
 
     def touch(
         self, id: str, *, now: int | None = None, call_id: str | None = None

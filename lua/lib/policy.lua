@@ -22,7 +22,10 @@ local POLICY = {
   -- (added after 0.1.0: a policy stored without them reads the value given)
   {'max_tokens', 'int', 0, MAX_INT, '0'},
   {'idle_ttl_s', 'num', 0, 1e9, '0'},
+  {'index', 'int', 0, 1, '0'},
 }
+-- The fields a packed copy of memevict before 'index' holds (see unpacked_policy).
+local BEFORE_INDEX = #POLICY - 1
 
 -- Parses one policy value; nil and a reason when it is out of range.
 local function policy_value(field, s)
@@ -196,10 +199,18 @@ local function valid_numbers(numbers)
     revision <= MAX_INT and revision == math.floor(revision))
 end
 
--- The policy of a packed copy, or nil if it is damaged (valid_numbers).
+-- The policy of a packed copy, or nil if it is damaged (valid_numbers). A copy
+-- an earlier memevict packed holds the fields before 'index' (with its revision
+-- after them, or none): index reads its default.
 local function unpacked_policy(packed)
   local ok, numbers = pcall(cmsgpack.unpack, packed)
-  if not ok or not valid_numbers(numbers) then return nil end
+  if not ok or type(numbers) ~= 'table' then return nil end
+  if #numbers == BEFORE_INDEX or #numbers == BEFORE_INDEX + 1 then
+    local revision = numbers[BEFORE_INDEX + 1]
+    numbers[BEFORE_INDEX + 1] = tonumber(POLICY[#POLICY][5])
+    numbers[BEFORE_INDEX + 2] = revision
+  end
+  if not valid_numbers(numbers) then return nil end
   return policy_of(numbers)
 end
 
