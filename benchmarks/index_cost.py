@@ -8,8 +8,8 @@ the server memory per memory of each namespace; and search() at that size.
 Starts its own server (the embedded Valkey's binary, or ``--binary redis``). Texts: the
 messages of LoCoMo-format files (``--texts``), else generated ones (8 to 30 words drawn
 from a Zipf vocabulary of 20,000 words). Each side's namespace holds ``size`` memories
-(max_hot 1,000, cold_max the rest), filled the same way; then ``--rounds`` interleaved
-rounds of ``--calls`` remembers of new memories per side (each evicting one and trimming
+(max_hot 1,000, cold_max the rest; index 1 on the indexed side), filled the same way;
+then ``--rounds`` interleaved rounds of ``--calls`` remembers of new memories per side (each evicting one and trimming
 one), server µs per call from INFO commandstats, indexed / unindexed paired by round.
 Queries: 5 terms of a random message and 2 random words.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,10 @@ def measure(
     """Both sides at ``size`` memories: remember's server µs by round, memory, search."""
     client.flushall()
     policy = Policy(max_hot=1000, cold_max=size - 1000, protect_s=0)
-    stores = {side: MemoryStore(client, f"{side}-{size}", policy) for side in SIDES}
+    stores = {
+        side: MemoryStore(client, f"{side}-{size}", replace(policy, index=int(side == "indexed")))
+        for side in SIDES
+    }
     for side, store in stores.items():
         fill(store, texts, size, side == "indexed")
 
