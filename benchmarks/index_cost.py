@@ -9,8 +9,9 @@ Starts its own server (the embedded Valkey's binary, or ``--binary redis``). Tex
 messages of LoCoMo-format files (``--texts``), else generated ones (8 to 30 words drawn
 from a Zipf vocabulary of 20,000 words). Each side's namespace holds ``size`` memories
 (max_hot 1,000, cold_max the rest; index 1 on the indexed side), filled the same way;
-then ``--rounds`` interleaved rounds of ``--calls`` remembers of new memories per side (each evicting one and trimming
-one), server µs per call from INFO commandstats, indexed / unindexed paired by round.
+then ``--rounds`` interleaved rounds of ``--calls`` remembers of new memories per side
+(each evicting one and trimming one), server µs per call from INFO commandstats,
+indexed / unindexed paired by round.
 Queries: 5 terms of a random message and 2 random words.
 """
 
