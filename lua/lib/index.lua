@@ -159,6 +159,25 @@ end
 -- from its newest entries), whatever the namespace holds.
 local READ = 4000
 local QUERY_TERMS = 32
+local WANTED = 64 -- candidates read past k before lower relevances are looked at
+
+-- Adds idf to the relevance of each of entries (newest last), newest first, up
+-- to budget of them; a new one is met (in order). Returns order and budget.
+local function take(entries, idf, score, met, order, budget)
+  local last = math.max(1, #entries - budget + 1)
+  for j = #entries, last, -1 do
+    local e = entries[j]
+    local x = score[e]
+    if x then
+      score[e] = x + idf
+    else
+      score[e] = idf
+      order = order + 1
+      met[order] = e
+    end
+  end
+  return order, budget - (#entries - last + 1)
+end
 
 -- The entries of a term's chunk as numbers, oldest first.
 local DECODE = {}
@@ -197,61 +216,68 @@ local function search_index(terms, k, want)
   if #found == 0 then return {} end
   table.sort(found, function(a, b) return a.n < b.n end)
   local total = rcall('HLEN', KEY.entries)
-  local score, seen_order, order = {}, {}, 0
-  local budget = READ
-  local function take(entries, idf)
-    for j = #entries, 1, -1 do -- newest first
-      if budget <= 0 then return end
-      budget = budget - 1
-      local e = entries[j]
-      local s = score[e]
-      if s then
-        score[e] = s + idf
-      else
-        score[e] = idf
-        order = order + 1
-        seen_order[order] = e
-      end
-    end
-  end
+  local score, met, order, budget = {}, {}, 0, READ
   for _, f in ipairs(found) do
     if budget <= 0 then break end
     local idf = math.log(1 + (math.max(total - f.n, 0) + 0.5) / (f.n + 0.5))
-    take(decode(f.part, 5), idf)
+    order, budget = take(decode(f.part, 5), idf, score, met, order, budget)
     local chunk = f.full
     while budget > 0 and chunk > 0 do
       local names = {}
       for c = chunk, math.max(1, chunk - math.ceil(budget / CHUNK) + 1), -1 do
         names[#names + 1] = f.term .. '\0' .. c
       end
-      local chunks = rcall('HMGET', KEY.terms, unpack(names))
-      for _, s in ipairs(chunks) do
-        if s then take(decode(s, 1), idf) end
+      for _, s in ipairs(rcall('HMGET', KEY.terms, unpack(names))) do
+        if s then order, budget = take(decode(s, 1), idf, score, met, order, budget) end
       end
       chunk = chunk - #names
     end
   end
-  -- Candidates by relevance, best first: few distinct relevances (sums of
-  -- the terms' idf), so bucket them; within one, the order met (newest first
-  -- in the rarest term).
-  local buckets, values = {}, {}
+  -- The best candidates, down to the relevance at which WANTED more than k are
+  -- reached (room for dead entries and the tier): few distinct relevances (sums
+  -- of the terms' idf), each a bucket in the order met (newest first in the
+  -- rarest term); lower ones only if those run out.
+  local count, values = {}, {}
   for j = 1, order do
-    local e = seen_order[j]
-    add_to(buckets, values, score[e], e)
+    local x = score[met[j]]
+    local c = count[x]
+    if c then count[x] = c + 1 else count[x], values[#values + 1] = 1, x end
   end
   table.sort(values, function(a, b) return a > b end)
-  local out = {}
-  for _, s in ipairs(values) do
-    local b = buckets[s]
-    for first = 1, #b, 64 do
-      local batch = {}
-      for j = first, math.min(#b, first + 63) do batch[#batch + 1] = entry_bytes(b[j]) end
-      local ids = rcall('HMGET', KEY.entries, unpack(batch))
-      for j = 1, #batch do
-        local id = ids[j]
-        if id and want(id) then
-          out[#out + 1] = {id, s}
-          if #out >= k then return out end
+  local out, done = {}, 0
+  while done < #values do
+    local floor, have, first = values[#values], 0, done + 1
+    for i = first, #values do
+      have = have + count[values[i]]
+      if have >= k + WANTED then
+        floor = values[i]
+        break
+      end
+    end
+    local buckets, top = {}, first == 1 and math.huge or values[first - 1]
+    for j = 1, order do
+      local e = met[j]
+      local x = score[e]
+      if x >= floor and x < top then
+        local b = buckets[x]
+        if b then b[#b + 1] = e else buckets[x] = {e} end
+      end
+    end
+    for i = first, #values do
+      local x = values[i]
+      if x < floor then break end
+      done = i
+      local b = buckets[x]
+      for at = 1, #b, 64 do
+        local batch = {}
+        for j = at, math.min(#b, at + 63) do batch[#batch + 1] = entry_bytes(b[j]) end
+        local ids = rcall('HMGET', KEY.entries, unpack(batch))
+        for j = 1, #batch do
+          local id = ids[j]
+          if id and want(id) then
+            out[#out + 1] = {id, x}
+            if #out >= k then return out end
+          end
         end
       end
     end
