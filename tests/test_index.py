@@ -183,3 +183,18 @@ def test_a_policy_packed_before_the_index_reads_it_off(client: redis.Redis) -> N
     call = commands.remember("b", 2.0, text=None, whitelist=False, now=T0)
     assert register(client).remember("old", {**call.args, "seen": store._seen})
     assert MemoryStore(client, "old").policy == Policy(max_hot=7, protect_s=0)
+
+
+def test_search_goes_on_to_lower_relevances_when_the_best_are_filtered(
+    client: redis.Redis,
+) -> None:
+    """The best 80 hold both words and are hot; the one cold memory holds one of them:
+    a search of the cold tier reads past the best relevance to find it."""
+    store = MemoryStore(client, "lower", Policy(max_hot=80, protect_s=0, index=1))
+    store.remember("cold one", 0.1, text="alpha only", now=T0)
+    for i in range(80):
+        store.remember(f"hot{i}", 5.0, text="alpha beta", now=T0 + 1 + i)
+    assert store.get("cold one").tier == "cold"  # type: ignore[union-attr]
+    found = store.search("alpha beta", 10, tier="cold")
+    assert [m.memory.id for m in found] == ["cold one"]
+    assert len(store.search("alpha beta", 100, tier="hot")) == 80
