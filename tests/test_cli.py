@@ -57,6 +57,21 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
     }
 
 
+def test_search_finds_by_terms_once_the_policy_indexes(server: Server) -> None:
+    assert run(server, "policy", "--index", "1")[0] == 0
+    run(server, "remember", "pw", "-i", "10", "--text", "the password is swordfish")
+    run(server, "remember", "dog", "-i", "1", "--text", "my dog Rex")
+    code, out = run(server, "search", "what was the password?", "--json")
+    assert code == 0, out
+    [found] = json.loads(out)
+    assert found["memory"]["id"] == "pw" and found["relevance"] > 0
+    code, out = run(server, "search", "rex", "--tier", "cold")
+    assert (code, out.strip()) == (0, "(nothing found)")
+    code, out = run(server, "search", "rex")
+    assert code == 0 and out.split()[1] == "dog", out
+    assert run(server, "search", "rex", "-k", "101")[0] != 0  # (BadArgument, one line)
+
+
 def test_policy_show_and_set(server: Server, client: redis.Redis) -> None:
     code, out = run(server, "policy", "--json")
     assert code == 1 and "does not exist" in out  # showing never creates
@@ -290,6 +305,7 @@ def test_evict_drains_the_whole_backlog(server: Server, client: redis.Redis) -> 
         ["stats"],
         ["get", "x"],
         ["top"],
+        ["search", "x"],
         ["policy"],
         ["window"],
         ["window", "--tokens", "10", "--json"],

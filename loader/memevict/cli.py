@@ -439,6 +439,34 @@ def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("query")
+@click.option("-k", default=10, show_default=True, type=int, help="How many, at most 100.")
+@click.option(
+    "--tier",
+    default="all",
+    show_default=True,
+    type=click.Choice(["all", "hot", "cold"]),
+    help="Where the memories found may be.",
+)
+@now_option
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context, query: str, k: int, tier: str, now: int | None, as_json: bool
+) -> None:
+    """The memories that best match QUERY by their terms, best first, with their
+    relevance (a namespace whose policy has index 1; recalls nothing)."""
+    with _store(ctx, read=True) as store:
+        found = store.search(query, k, tier=tier, now=now)
+    _emit(
+        found,
+        as_json,
+        lambda: "\n".join(f"{m.relevance:.4g}  {_memory_line(m.memory)}" for m in found)
+        or "(nothing found)",
+    )
+
+
+@main.command()
 @click.option(
     "--tokens",
     default=None,
