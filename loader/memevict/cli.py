@@ -461,8 +461,10 @@ def search(
     _emit(
         found,
         as_json,
-        lambda: "\n".join(f"{m.relevance:.4g}  {_memory_line(m.memory)}" for m in found)
-        or "(nothing found)",
+        lambda: (
+            "\n".join(f"{m.relevance:.4g}  {_memory_line(m.memory)}" for m in found)
+            or "(nothing found)"
+        ),
     )
 
 
