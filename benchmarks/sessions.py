@@ -234,9 +234,12 @@ def context(client: redis.Redis, url: str, opts: argparse.Namespace, run: Run) -
     specs = {"B": script_at(None, "context")}
     if opts.base:
         specs = {"A": script_at(opts.base, "context"), **specs}
+    if opts.base and (specs["A"].keys, specs["A"].args) != (specs["B"].keys, specs["B"].args):
+        raise SystemExit(f"context at {opts.base} takes other KEYS or ARGV: pick a later --base")
     shas = {side: client.script_load(spec.source) for side, spec in specs.items()}
     keys = specs["B"].key_names(namespace)
-    args = [str(budget), "", *skip]
+    values = {"budget": str(budget), "now": "", "terms": "", "share": "", "skip": skip}
+    args = specs["B"].argv({name: values[name] for name in specs["B"].args})
     replies = [client.evalsha(sha, len(keys), *keys, *args) for sha in shas.values()]
     same = all(reply == replies[0] for reply in replies)  # (a variant leaving a part out differs)
     us = script_rounds(client, shas, keys, {"context": args}, rounds=opts.rounds, calls=opts.calls)

@@ -5,7 +5,14 @@
 -- reply of 2 values a memory instead of 11. The memories skip names are
 -- left out, as if they were not hot (a caller that sends them itself, such
 -- as the last messages of a conversation, counts them in its budget; a
--- group's other members may still be in the window). Read-only.
+-- group's other members may still be in the window). With a query (terms)
+-- and a share, in a namespace whose policy has index 1: the window takes the
+-- budget less share of it, and the best matches of the query that it did not
+-- take (cold, or hot but ranked out) fill that share, by relevance, each with
+-- its whole group, at most 50 matches looked at (lib/index.lua: search); what
+-- they leave of their share goes back to the window, chosen again with the
+-- rest of the budget. All in the order first remembered. Read-only: what a
+-- query brings is not recalled.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
 -- KEYS[2] state: hash, epoch, decay, seq, g0, x0, latest, wbase and tokens (see configure.lua)
@@ -16,17 +23,23 @@
 -- KEYS[7] wl: zset, whitelisted memories by whitelist key
 -- KEYS[8] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[9] links: zset, group .. NUL .. id of every memory in a group (lex order)
+-- KEYS[10] cold: zset, cold memories by last use ms
+-- KEYS[11] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[12] entries: hash, entry -> id of every memory indexed now
 --
 -- ARGV[1] budget: whole number of tokens in [1, 2^53 - 1], or '' for no budget
 -- ARGV[2] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[3] skip: 1 per item, repeated 0..100 times: the ids of memories to
+-- ARGV[3] terms: the query's terms, as search's ('' none: no query)
+-- ARGV[4] share: decimal in [0, 1], the part of the budget the query fills ('' = 0);
+--   nothing without a budget
+-- ARGV[5] skip: 1 per item, repeated 0..100 times: the ids of memories to
 --   leave out (each 1..1024 bytes; unknown or cold ones change nothing)
 --
--- Returns: [[id, ...], [text, ...], tokens, left, epoch]: the memories'
---   ids and texts (nil for a memory stored without text) in the order first
---   remembered; tokens, left and epoch as window returns them (left: the
---   hot memories neither in the reply nor skipped).
--- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, BAD_ID, NO_POLICY
+-- Returns: [[id, ...], [text, ...], tokens, left, epoch, [recalled id, ...]]: the
+--   memories' ids and texts (nil for a memory stored without text) in the order
+--   first remembered; tokens, left and epoch as window returns them (left: the
+--   hot memories neither in the reply nor skipped); the ids the query brought.
+-- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, BAD_ID, BAD_TERMS, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
 --@include lib/memory.lua
@@ -36,13 +49,47 @@ check_call()
 local budget = math.huge
 if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
 local now = arg_now(ARG.now)
-if #ARGV > 102 then fail('ARITY', 'context takes at most 100 ids to skip') end
+local terms = arg_terms(ARG.terms, 'terms')
+if #terms > QUERY_TERMS then
+  fail('BAD_TERMS', 'a query holds at most ' .. QUERY_TERMS .. ' terms, got ' .. #terms)
+end
+local share = 0
+if ARG.share ~= '' then
+  share = decimal(ARG.share)
+  if share == nil or share < 0 or share > 1 then
+    fail('BAD_ARG', 'share must be a number in [0, 1], got ' .. string.sub(ARG.share, 1, 64))
+  end
+end
+if #ARGV > 104 then fail('ARITY', 'context takes at most 100 ids to skip') end
 local skip = {}
-for i = 3, #ARGV do skip[arg_id(ARGV[i])] = true end
+for i = 5, #ARGV do skip[arg_id(ARGV[i])] = true end
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local taken, total, size = choose_window(budget, now, p, st, skip, true)
-local ids = {}
+local share_of = 0
+if #terms > 0 and budget ~= math.huge and p.index == 1 then share_of = math.floor(budget * share) end
+local taken, total, size = choose_window(budget - share_of, now, p, st, skip, true)
+local recalled, left = {}, size - #taken
+if share_of > 0 then
+  local used
+  recalled, used = recalled_by(terms, share_of, p, taken, skip)
+  local hot = 0
+  for _, m in ipairs(recalled) do
+    if not m.cold then hot = hot + 1 end
+  end
+  left = left - hot
+  if used < share_of and left > 0 then -- (the window takes what the query left)
+    local aside = {}
+    for id in pairs(skip) do aside[id] = true end
+    for _, m in ipairs(recalled) do aside[m.id] = true end
+    taken, total, size = choose_window(budget - used, now, p, st, aside, true)
+    left = size - #taken
+  end
+  for _, m in ipairs(recalled) do taken[#taken + 1] = m end
+  total = total + used
+  if #recalled > 0 then in_time_order(taken) end
+end
+local ids, brought = {}, {}
 for i, m in ipairs(taken) do ids[i] = m.id end
-return {ids, texts_of(taken), total, size - #taken, st.epoch}
+for i, m in ipairs(recalled) do brought[i] = m.id end
+return {ids, texts_of(taken), total, left, st.epoch, brought}

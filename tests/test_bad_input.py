@@ -170,7 +170,13 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
     "window": {"tokens": 10, "now": LATER},
-    "context": {"tokens": 10, "skip": ["a", "nope"], "now": LATER},
+    "context": {
+        "tokens": 10,
+        "skip": ["a", "nope"],
+        "query": "tea",
+        "share": 0.5,
+        "now": LATER,
+    },
     "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
     "drop": {},
     "close": {},
@@ -362,11 +368,18 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
     ],
     "query": [
         bad("bytes", b"tea", BadArgument),
-        bad("None", None, BadArgument),
         bad("int", 5, BadArgument),
         bad("list", ["tea"], BadArgument),
         bad("lone surrogate", "\ud800", BadArgument),
         bad("escaped UTF-8", "\udcc3\udcbf", BadArgument),
+    ],
+    "share": [
+        bad("negative", -0.1, BadArgument),
+        bad("over 1", 1.5, BadArgument),
+        bad("nan", NAN, BadArgument),
+        bad("inf", INF, BadArgument),
+        bad("str", "0.5", BadArgument),
+        bad("bool", True, BadArgument),
     ],
     # (remember's terms; the text they need is VALID_CALLS': terms without text
     # are in MULTI_ARGUMENT_CASES)
@@ -392,6 +405,7 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
 # Bad values of a parameter of one method only (good for the others of that name).
 BAD_METHOD_VALUES: dict[tuple[str, str], list[Any]] = {
     ("search", "k"): [bad("101", 101, BadArgument)],
+    ("search", "query"): [bad("None", None, BadArgument)],  # (context's: no query)
     ("scan", "tier"): [bad("all", "all", BadArgument)],
 }
 
@@ -579,6 +593,7 @@ GOOD_ARGS: dict[str, Any] = {
     "mode": "replace",
     "items": ["a", "2", "t", "1", "0", "1", "", "t", "w", "3", "", "0", "1", "2", "g", ""],
     "terms": "t x",
+    "share": "0.5",
     "skip": ["a", "nope"],
     "tokens": "2",
     "group": "g",
@@ -767,6 +782,10 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
     "skip": ("BAD_ID", [("empty", ["a", ""]), ("1025 bytes", ["x" * 1025])]),
     "budget": ("BAD_ARG", [("0", "0"), ("2^53", str(2**53)), *NOT_WHOLE]),
     "tier": ("BAD_ARG", [("warm", "warm"), ("empty", ""), ("upper case", "HOT")]),
+    "share": (
+        "BAD_ARG",
+        [("negative", "-0.1"), ("over 1", "1.5"), *(c for c in NOT_A_NUMBER if c[1] != "")],
+    ),
     "cursor": ("BAD_ARG", [("empty", ""), ("21 digits", "1" * 21), *NOT_WHOLE]),
     "count": ("BAD_ARG", [("0", "0"), ("201", "201"), ("empty", ""), *NOT_WHOLE]),
     "seen": (

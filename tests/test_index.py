@@ -198,3 +198,52 @@ def test_search_goes_on_to_lower_relevances_when_the_best_are_filtered(
     found = store.search("alpha beta", 10, tier="cold")
     assert [m.memory.id for m in found] == ["cold one"]
     assert len(store.search("alpha beta", 100, tier="hot")) == 80
+
+
+def _context_store(client: redis.Redis, ns: str, **fields: int) -> MemoryStore:
+    """A conversation of 31 ten-token messages in a 100-token hot tier: the password,
+    said first, is cold by the end; the chat about the weather fills the window."""
+    store = MemoryStore(client, ns, Policy(max_tokens=100, protect_s=0, **fields))  # type: ignore[arg-type]
+    store.remember("pw", 1.0, text="the bank password is swordfish", tokens=10, now=T0)
+    store.remember("tool", 1.0, text="call", tokens=5, group="g", now=T0 + 1)
+    store.remember("out", 1.0, text="the vault code is 4711", tokens=5, group="g", now=T0 + 2)
+    for i in range(30):
+        store.remember(f"m{i}", 2.0, text=f"weather talk {i}", tokens=10, now=T0 + 3 + i)
+    return store
+
+
+def test_a_query_brings_the_best_matches_the_window_left_out(client: redis.Redis) -> None:
+    store = _context_store(client, "ctx", index=1)
+    plain = store.context(100, now=T0 + 50)
+    assert "pw" not in dict(plain.items) and plain.recalled == ()
+    got = store.context(100, query="what was the password?", share=0.5, now=T0 + 50)
+    assert got.recalled == ("pw",)
+    ids = [id for id, _ in got]
+    assert ids[0] == "pw" and dict(got.items)["pw"] == "the bank password is swordfish"
+    # The rest is the window of what the query left (90 tokens), in time order.
+    window = store.context(90, skip=["pw"], now=T0 + 50)
+    assert ids[1:] == [id for id, _ in window] and got.tokens == 10 + window.tokens <= 100
+    assert store.get("pw", now=T0 + 50).tier == "cold"  # type: ignore[union-attr]  # (not recalled)
+    # A group comes whole: the tool call with its output.
+    got = store.context(100, query="the vault code", share=0.5, now=T0 + 50)
+    assert set(got.recalled) == {"tool", "out"} and [i for i, _ in got][:2] == ["tool", "out"]
+    assert got.tokens <= 100
+    # Nothing matches, share 0, no budget: the plain window.
+    for kwargs in ({"query": "zebra"}, {"query": "password", "share": 0.0}):
+        same = store.context(100, now=T0 + 50, **kwargs)  # type: ignore[arg-type]
+        assert same.items == plain.items and same.recalled == ()
+    assert store.context(query="password", now=T0 + 50).recalled == ()
+
+
+def test_a_query_finds_nothing_without_the_index(client: redis.Redis) -> None:
+    store = _context_store(client, "noindex")
+    plain = store.context(100, now=T0 + 50)
+    got = store.context(100, query="password", share=0.5, now=T0 + 50)
+    assert got.items == plain.items and got.recalled == ()
+
+
+def test_the_default_share_is_about_a_thousand_tokens() -> None:
+    from memevict.commands import recall_share
+
+    assert recall_share(2000) == 0.5 and recall_share(100) == 0.5
+    assert recall_share(5000) == pytest.approx(0.2) and recall_share(10_000) == pytest.approx(0.1)

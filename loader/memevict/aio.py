@@ -389,10 +389,18 @@ class AsyncMemoryStore(StoreBase):
         return await self._run(commands.window(tokens, now=now))
 
     async def context(
-        self, tokens: int | None = None, *, skip: Sequence[str] = (), now: int | None = None
+        self,
+        tokens: int | None = None,
+        *,
+        query: str | None = None,
+        share: float | None = None,
+        skip: Sequence[str] = (),
+        now: int | None = None,
     ) -> Context:
         """As :meth:`MemoryStore.context`."""
-        return await self._run(commands.context(tokens, now=now, skip=skip))
+        return await self._run(
+            commands.context(tokens, now=now, skip=skip, query=query, share=share)
+        )
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

@@ -130,13 +130,15 @@ class Window:
 class Context:
     """What ``context`` returns: the (id, text) of the memories ``window`` would return
     for the same budget, in the same order (text None for a memory stored without);
-    ``tokens``, ``left`` and ``epoch`` as in :class:`Window`. Iterating it iterates
+    ``tokens``, ``left`` and ``epoch`` as in :class:`Window`; ``recalled``: the ids of
+    the items a query brought (its share of the budget). Iterating it iterates
     ``items``."""
 
     items: tuple[tuple[str, str | None], ...]
     tokens: int
     left: int
     epoch: int
+    recalled: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[tuple[str, str | None]]:
         return iter(self.items)

@@ -723,13 +723,24 @@ class MemoryStore(StoreBase):
         return self._run(commands.window(tokens, now=now))
 
     def context(
-        self, tokens: int | None = None, *, skip: Sequence[str] = (), now: int | None = None
+        self,
+        tokens: int | None = None,
+        *,
+        query: str | None = None,
+        share: float | None = None,
+        skip: Sequence[str] = (),
+        now: int | None = None,
     ) -> Context:
         """What ``window`` returns, as (id, text) pairs only: a reply of 2 values a
         memory instead of 11, for a prompt that needs nothing else. ``skip``: up to
         100 ids left out, as if they were not hot (memories the caller sends itself
-        and has counted in ``tokens``, such as a conversation's last messages)."""
-        return self._run(commands.context(tokens, now=now, skip=skip))
+        and has counted in ``tokens``, such as a conversation's last messages).
+        With a ``query`` (in a namespace whose policy has index=1), ``share`` of
+        ``tokens`` (None: commands.recall_share, about 1,000 tokens, at most half)
+        goes to the memories that best match it that the window would not take
+        (cold, or hot but ranked out), each with its whole group; what they leave
+        goes back to the window; ``recalled`` names them. Nothing is recalled."""
+        return self._run(commands.context(tokens, now=now, skip=skip, query=query, share=share))
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

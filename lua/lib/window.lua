@@ -264,3 +264,59 @@ local function texts_of(memories)
   end
   return texts
 end
+
+-- What a query brings into a context (context.lua: its share of the budget):
+-- the memories that best match terms, in relevance order, that are live, have
+-- text, and are neither taken (the window's) nor skipped, each with the rest of
+-- its group (whole, as the window takes groups) when that fits in what is left
+-- of budget; at most RECALL_CANDIDATES matches are looked at. Returns them and
+-- their tokens.
+local RECALL_CANDIDATES = 50
+local function recalled_by(terms, budget, p, taken, skip)
+  local inside = {}
+  for _, m in ipairs(taken) do inside[m.id] = true end
+  for id in pairs(skip) do inside[id] = true end
+  local found = {}
+  local function want(id)
+    if inside[id] then return false end
+    local m = read_live(id, p)
+    if not m then return false end
+    found[id] = m
+    return true
+  end
+  local out, used = {}, 0
+  for _, hit in ipairs(search_index(terms, RECALL_CANDIDATES, want)) do
+    if budget - used < 1 then break end
+    local m = found[hit[1]]
+    if not inside[m.id] then
+      local unit, cost = {m}, m.tokens
+      if m.group ~= '' then
+        local ids = members_of(m.group)
+        local raws = #ids > 0 and rcall('HMGET', KEY.meta, unpack(ids)) or {}
+        for i, id in ipairs(ids) do
+          if raws[i] and not inside[id] and id ~= m.id then
+            local x = unpack_meta(id, raws[i])
+            unit[#unit + 1], cost = x, cost + x.tokens
+          end
+        end
+      end
+      if used + cost <= budget then
+        for _, x in ipairs(unit) do
+          out[#out + 1], inside[x.id] = x, true
+        end
+        used = used + cost
+      end
+    end
+  end
+  return out, used
+end
+
+-- Memories in the order first remembered (then by creation, then id).
+local function in_time_order(memories)
+  table.sort(memories, function(a, b)
+    if a.n ~= b.n then return a.n < b.n end
+    if a.created ~= b.created then return a.created < b.created end
+    return a.id < b.id
+  end)
+  return memories
+end
