@@ -3,7 +3,8 @@ context an agent sends still answers, memevict against FIFO of the same token bu
 
     python benchmarks/adapter_coverage.py [PATH ...] [--generated N]
         [--adapters openai,langchain,pydantic-ai] [--budgets 2000,5000,10000]
-        [--policy FIELD=VALUE ...] [--labeler NAME] [--url URL] [--json FILE]
+        [--policy FIELD=VALUE ...] [--labeler NAME] [--url URL] [--per-question]
+        [--json FILE]
 
 PATH: a LoCoMo conversation, one sample (``speaker_a``, ``speaker_b``, ``session_N``,
 ``qa`` at the top level) or a list of samples (sessions under ``conversation``).
@@ -51,6 +52,11 @@ text the model reads of a message, about 4 characters a token, the adapters' def
 - recent: the share of calls whose context holds the previous exchange (the assistant
   message before the current user message, and the user message before that);
 - msgs / tokens: the final context's size; s: the replay's wall time.
+- with ``--per-question``: the OpenAI session replays the conversation, then each
+  question is added as a user item, ``get_items()`` read and the question popped: the
+  share of questions with an evidence turn in those items, with ``recall_share=0`` and
+  with the default (recall of what matches the question), against FIFO of the budget
+  less the question.
 
 The total row of an adapter and budget: covered questions / all questions over all the
 conversations. Evidence ids are normalised (LoCoMo's known defects: several ids in one
@@ -399,6 +405,60 @@ def replay_pydantic_ai(
     return contexts
 
 
+async def _asked_openai(
+    conversation: Conversation, url: str, budget: int, policy: PolicyFields, share: float | None
+) -> list[bool]:
+    """Per question (--per-question): the conversation replayed through MemevictSession,
+    then each question added as a user item, get_items() read (is an evidence turn
+    among the items?), and the question popped."""
+    fields: Any = {**policy, "recall_share": share}
+    session = openai_session(url, _session_id("openai"), budget, fields)
+    found: list[bool] = []
+    try:
+        for call in calls_of(conversation.turns):
+            if call.answer is None:
+                break
+            if call.prior:
+                await session.add_items([_item(t) for t in call.prior])
+            await session.get_items()
+            await session.add_items([*(_item(t) for t in call.users), _item(call.answer)])
+        for i, q in enumerate(conversation.questions):
+            await session.add_items([{"role": "user", "content": q.question, "id": f"q{i}"}])
+            held = {str(item.get("id")) for item in await session.get_items()}
+            found.append(any(e in held for e in q.evidence))
+            await session.pop_item()
+    finally:
+        await session.clear_session()
+        await session.close()
+    return found
+
+
+def per_question(
+    conversations: Sequence[Conversation], url: str, budgets: Sequence[int], policy: PolicyFields
+) -> list[dict[str, Any]]:
+    """--per-question: the share of questions covered through the OpenAI session, recall
+    off and on, against FIFO of the budget less the question, over all conversations."""
+    rows = []
+    print("Per question, through MemevictSession (the question the latest user message)")
+    for budget in budgets:
+        counts = {"questions": 0, "fifo": 0, "recall_off": 0, "recall_on": 0}
+        for c in conversations:
+            counts["questions"] += len(c.questions)
+            for q in c.questions:
+                kept = set(fifo_context(c.turns, budget - approx_tokens(q.question)))
+                counts["fifo"] += any(e in kept for e in q.evidence)
+            for side, share in (("recall_off", 0.0), ("recall_on", None)):
+                counts[side] += sum(asyncio.run(_asked_openai(c, url, budget, policy, share)))
+        n = max(counts["questions"], 1)
+        print(
+            f"  {budget:>6} tokens  {counts['questions']} questions  FIFO "
+            f"{counts['fifo'] / n:.3f}  recall off {counts['recall_off'] / n:.3f}  "
+            f"recall on {counts['recall_on'] / n:.3f}"
+        )
+        rows.append({"budget": budget, **counts})
+    return rows
+
+
 REPLAYS: dict[str, Callable[[Sequence[Call], str, int, PolicyFields], list[list[str]]]] = {
     "openai": replay_openai,
     "langchain": replay_langchain,
@@ -560,6 +620,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--labeler", help="the adapters' labeler: 'rules' or module:callable (load_labeler)"
     )
     cli.add_argument("--url", help="a server (default: a throwaway Valkey of its own)")
+    cli.add_argument(
+        "--per-question",
+        action="store_true",
+        help="also each question asked through the OpenAI session, recall off and on",
+    )
     args = cli.parse_args(argv)
     args.adapters = [a for a in args.adapters.split(",") if a]
     unknown = set(args.adapters) - set(ADAPTERS)
@@ -641,6 +706,9 @@ def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
             print(row("TOTAL", adapter, budget, summed))
             report["totals"].append({"adapter": adapter, "budget": budget, **summed})
     report["seconds"] = time.perf_counter() - started
+    if args.per_question:
+        with server(args.url, flush=False) as found:
+            report["per_question"] = per_question(conversations, found.url, args.budgets, policy)
     print(f"\n{report['seconds']:.0f} s in all")
     return report
 

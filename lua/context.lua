@@ -9,7 +9,8 @@
 -- and a share, in a namespace whose policy has index 1: the window takes the
 -- budget less share of it, and the best matches of the query that it did not
 -- take (cold, or hot but ranked out) fill that share, by relevance, each with
--- its whole group, at most 50 matches looked at (lib/index.lua: search); what
+-- its whole group, at most 50 matches looked at, none below a relevance of 2.5
+-- (lib/index.lua: search); what
 -- they leave of their share goes back to the window, chosen again with the
 -- rest of the budget. All in the order first remembered. Read-only: what a
 -- query brings is not recalled.

@@ -95,3 +95,18 @@ def test_a_tiny_run_through_every_adapter(
         rows = [r for c in (tiny, made) for r in c["replays"] if r["adapter"] == adapter]
         assert totals[adapter]["covered"] == sum(r["covered"] for r in rows)
         assert totals[adapter]["questions"] == 3 + made["questions"]
+
+
+def test_per_question_through_the_openai_session(server: Server, tmp_path: Path) -> None:
+    """--per-question: each of the tiny file's 3 questions asked as the latest user message,
+    recall off and on, against FIFO of the budget less the question."""
+    path, out = tmp_path / "tiny.json", tmp_path / "coverage.json"
+    path.write_text(json.dumps(tiny_sample()))
+    args = [str(path), "--budgets", str(BUDGET), "--url", server.url, "--adapters", "openai"]
+    args += ["--per-question", "--json", str(out)]
+    assert _script().main(args) == 0
+    [row] = json.loads(out.read_text())["per_question"]
+    assert row["budget"] == BUDGET and row["questions"] == 3
+    for side in ("fifo", "recall_off", "recall_on"):
+        assert 0 <= row[side] <= 3, row
+    assert row["recall_on"] >= row["recall_off"]  # (what recall adds: a share of the budget)

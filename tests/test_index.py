@@ -5,6 +5,7 @@ a reference computed here from what the test itself remembered."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import random
@@ -12,9 +13,11 @@ import random
 import pytest
 import redis
 
-from memevict import BadTerms, Item, MemoryStore, Policy, commands
+from memevict import BadArgument, BadTerms, Item, MemoryStore, Policy, commands
+from memevict.integrations.openai_agents import MemevictSession
 from memevict.scripts import key_name, register
 from memevict.terms import query_terms, terms
+from tests.servers import Server
 
 T0 = 1_700_000_000_000
 WORDS = [f"w{i}" for i in range(40)]
@@ -247,3 +250,32 @@ def test_the_default_share_is_about_a_thousand_tokens() -> None:
 
     assert recall_share(2000) == 0.5 and recall_share(100) == 0.5
     assert recall_share(5000) == pytest.approx(0.2) and recall_share(10_000) == pytest.approx(0.1)
+
+
+def test_the_openai_session_brings_back_what_the_question_asks_about(server: Server) -> None:
+    """Through MemevictSession with only max_tokens: a message long evicted comes back into
+    get_items() when the latest user message asks about it; recall_share=0 turns it off."""
+
+    async def ask(share: float | None) -> list[str]:
+        session = MemevictSession(
+            f"recall-{share}", url=server.url, max_tokens=150, recall_share=share
+        )
+        await session.clear_session()
+        said = [{"role": "user", "content": "my locker code is 4711, keep it"}]
+        said += [{"role": "assistant", "content": "Noted."}]
+        for i in range(40):
+            said += [{"role": "user", "content": f"let us chat about the weather, part {i}"}]
+            said += [{"role": "assistant", "content": f"sunny with clouds, part {i}"}]
+        for i in range(0, len(said), 2):
+            await session.get_items()
+            await session.add_items(said[i : i + 2])
+        await session.add_items([{"role": "user", "content": "What is my locker code?"}])
+        texts = [str(item.get("content")) for item in await session.get_items()]
+        await session.clear_session()
+        await session.close()
+        return texts
+
+    assert "my locker code is 4711, keep it" in asyncio.run(ask(None))
+    assert "my locker code is 4711, keep it" not in asyncio.run(ask(0))
+    with pytest.raises(BadArgument):
+        MemevictSession("x", url=server.url, recall_share=1.5)

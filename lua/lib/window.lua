@@ -272,6 +272,9 @@ end
 -- of budget; at most RECALL_CANDIDATES matches are looked at. Returns them and
 -- their tokens.
 local RECALL_CANDIDATES = 50
+-- A match below this relevance brings nothing: one word that many memories hold
+-- ("remember" in "do you remember?") is no sign of what the message is about.
+local MIN_RELEVANCE = 2.5
 local function recalled_by(terms, budget, p, taken, skip)
   local inside = {}
   for _, m in ipairs(taken) do inside[m.id] = true end
@@ -286,7 +289,7 @@ local function recalled_by(terms, budget, p, taken, skip)
   end
   local out, used = {}, 0
   for _, hit in ipairs(search_index(terms, RECALL_CANDIDATES, want)) do
-    if budget - used < 1 then break end
+    if budget - used < 1 or hit[2] < MIN_RELEVANCE then break end
     local m = found[hit[1]]
     if not inside[m.id] then
       local unit, cost = {m}, m.tokens

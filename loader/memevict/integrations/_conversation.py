@@ -32,6 +32,7 @@ from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
 from memevict.results import Context, Memory
 from memevict.store import MemoryStore
+from memevict.terms import terms
 
 TokenCounter = Callable[[str], int]
 # Called with the namespace when an adapter finds it lost (see BaseConversation._lost).
@@ -114,13 +115,15 @@ def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy
     """The policy of an adapter's namespace: the hot tier (what the model sees) holds at
     most ``max_tokens`` tokens; a new memory is evictable at once (the adapter itself keeps
     the current turn in the prompt); recency on the activity clock (a conversation ages by
-    its own messages, not by the wall clock). ``changes``: any other Policy field."""
+    its own messages, not by the wall clock); a lexical index, for the window's recall of
+    what matches the latest user message. ``changes``: any other Policy field."""
     fields: dict[str, float | int | str] = {
         "max_hot": MAX_HOT,
         "max_tokens": max_tokens,
         "protect_s": 0.0,
         "clock": "activity",
         "half_life_memories": HALF_LIFE_MEMORIES,
+        "index": 1,
     }
     fields.update(changes)
     return Policy(**fields)  # type: ignore[arg-type]
@@ -147,10 +150,14 @@ class Settings:
     count_tokens: TokenCounter
     pin_at: float
     on_lost: OnLost | None = None
+    # The share of the window's budget that memories matching the latest user message
+    # fill (memevict.commands.recall_share's when None; 0: none, and no index kept).
+    recall_share: float | None = None
 
     def namespace_policy(self) -> Policy:
         """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
-        return conversation_policy(self.max_tokens, **self.policy)
+        index = 0 if self.recall_share == 0 else 1
+        return conversation_policy(self.max_tokens, **{"index": index, **self.policy})
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,11 +328,17 @@ class BaseConversation(Generic[StoreT]):
         self.labeler, self.count_tokens = settings.labeler, settings.count_tokens
         self.pin_at = settings.pin_at
         # The policy given in code: applied to the namespace (settle) if it differs.
+        policy = settings.namespace_policy()  # (BadPolicy here, not later)
+        share = settings.recall_share
+        if share is not None and (
+            isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1
+        ):
+            raise BadArgument(f"recall_share must be None or a number in [0, 1], got {share!r}")
         self._wanted: dict[str, float | int | str] = {
             "max_tokens": settings.max_tokens,
+            "index": policy.index,
             **settings.policy,
         }
-        settings.namespace_policy()  # (BadPolicy here, not later)
         self._settled = False
         self._known = _Known()
         self._epoch: int | None = None  # of the namespace, as the last window saw it
@@ -410,6 +423,7 @@ class BaseConversation(Generic[StoreT]):
             whitelist=importance >= self.pin_at,
             tokens=tokens,
             group=entry.group,
+            terms=terms(entry.message.text) if self._wanted["index"] else (),
         )
 
     def _items(self, entries: Sequence[Entry], importances: Sequence[float]) -> list[Item]:
@@ -553,10 +567,14 @@ class BaseConversation(Generic[StoreT]):
         self, budget: int | None, first: Sequence[Entry]
     ) -> Steps[tuple[Context, bool]]:
         """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
-        tier, and whether the namespace was lost since the last."""
+        tier, with what matches the latest user message of ``first`` in its share of the
+        budget (Settings.recall_share), and whether the namespace was lost since the last."""
         skip = _skip(first)
+        asked = [e.message.text for e in first if e.message.role == "user"]
+        share = self.settings.recall_share
+        query = asked[-1] if asked and share != 0 and self._wanted["index"] else None
         window: Context = yield from self._again(
-            lambda: _call(partial(self.store.context, budget, skip=skip))
+            lambda: _call(partial(self.store.context, budget, skip=skip, query=query, share=share))
         )
         return window, self._lost(window)
 

@@ -328,7 +328,9 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     :class:`~memevict.integrations._conversation.Conversation`. ``on_lost`` is called
     with a thread's namespace when the middleware finds it lost (a restart without
     persistence, a FLUSHDB): the messages of the request are then stored again; raise
-    from it to fail that model call."""
+    from it to fail that model call. ``recall_share``: the share of the budget that
+    earlier messages matching the latest user message fill, evicted ones included (None:
+    about 1,000 tokens, at most half; 0: none, and the namespace keeps no index)."""
 
     def __init__(
         self,
@@ -344,10 +346,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         pin_at: float = PIN_AT,
         recent: int = RECENT,
         on_lost: OnLost | None = None,
+        recall_share: float | None = None,
         **policy: float | int | str,
     ) -> None:
         super().__init__()
         self.on_lost = on_lost
+        self.recall_share = recall_share
         self.recent = recent
         check_one_of("MemevictMiddleware", url, client, store)
         self.url = url
@@ -411,6 +415,7 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
             self.count_tokens,
             self.pin_at,
             self.on_lost,
+            self.recall_share,
         )
         return kind(store, settings)
 

@@ -221,7 +221,10 @@ class MemevictSession:
     other Policy field given in ``policy`` are applied to the namespace when its stored
     policy differs. ``on_lost`` is called with the namespace when the session finds it
     lost (a restart without persistence, a FLUSHDB, a clear by another worker): the
-    session then goes on from empty; raise from it to fail that call.
+    session then goes on from empty; raise from it to fail that call. ``recall_share``:
+    the share of the budget that earlier messages matching the latest user message fill,
+    evicted ones included (None: about 1,000 tokens, at most half; 0: none, and the
+    namespace keeps no index).
     ``MemevictSession.from_url(session_id, url, ...)`` is the same as ``url=``."""
 
     def __init__(
@@ -238,6 +241,7 @@ class MemevictSession:
         pin_at: float = PIN_AT,
         recent: int = RECENT,
         on_lost: OnLost | None = None,
+        recall_share: float | None = None,
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
@@ -246,7 +250,7 @@ class MemevictSession:
             AsyncConversation,
             "MemevictSession",
             namespace or namespace_for("openai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, self._lost),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, self._lost, recall_share),
             url=url,
             client=client,
             store=store,

@@ -446,7 +446,9 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     are applied to the namespace when its stored policy differs. ``on_lost`` is called
     with the namespace when the processor finds it lost (a restart without persistence,
     a FLUSHDB): the messages it was given are then stored again; raise from it to fail
-    that model request."""
+    that model request. ``recall_share``: the share of the budget that earlier messages
+    matching the latest user message fill, evicted ones included (None: about 1,000
+    tokens, at most half; 0: none, and the namespace keeps no index)."""
 
     conversation: AsyncConversation
 
@@ -464,13 +466,14 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         pin_at: float = PIN_AT,
         recent: int = RECENT,
         on_lost: OnLost | None = None,
+        recall_share: float | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             AsyncConversation,
             "MemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost, recall_share),
             url=url,
             client=client,
             store=store,
@@ -516,13 +519,14 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         pin_at: float = PIN_AT,
         recent: int = RECENT,
         on_lost: OnLost | None = None,
+        recall_share: float | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             Conversation,
             "SyncMemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost),
+            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost, recall_share),
             url=url,
             client=client,
             store=store,
