@@ -69,6 +69,9 @@ now = namespace_now(now, st)
 
 local share_of = 0
 if #terms > 0 and budget ~= math.huge and p.index == 1 then share_of = math.floor(budget * share) end
+if share_of > 0 and select(2, query_terms_found(terms)) < MIN_RELEVANCE then
+  share_of = 0 -- (no memory can match well enough: the plain window, one choice)
+end
 local taken, total, size = choose_window(budget - share_of, now, p, st, skip, true)
 local recalled, left = {}, size - #taken
 if share_of > 0 then

@@ -195,14 +195,18 @@ local function decode(s, from)
 end
 
 -- The best-matching live memories for query terms: up to k {id, relevance}
--- pairs, best first (ties: the newer indexed first), with want(id) true.
+-- pairs, best first (ties: the newer indexed first), with want(id) true; none
+-- when no memory could reach the relevance floor (nil: any).
 -- Relevance is BM25 with every term counted once per memory and no length
 -- normalisation (b = 0, which measured best on real chats):
 -- the sum over the query's terms that the memory holds of
 -- ln(1 + (N - n + 0.5) / (n + 0.5)), N the memories indexed and n those
 -- holding the term (dead entries counted too: read, not kept).
-local function search_index(terms, k, want)
-  if #terms == 0 or k <= 0 then return {} end
+-- The query's terms the index holds, rarest first, each with its postings'
+-- newest chunk, its count n and its idf; and the relevance of a memory holding
+-- all of them (the most any can have).
+local function query_terms_found(terms)
+  if #terms == 0 then return {}, 0 end
   local parts = rcall('HMGET', KEY.terms, unpack(terms))
   local found = {}
   for i, term in ipairs(terms) do
@@ -213,13 +217,24 @@ local function search_index(terms, k, want)
         n = full * CHUNK + (#part - 4) / 4}
     end
   end
-  if #found == 0 then return {} end
+  if #found == 0 then return found, 0 end
   table.sort(found, function(a, b) return a.n < b.n end)
-  local total = rcall('HLEN', KEY.entries)
+  local total, best = rcall('HLEN', KEY.entries), 0
+  for _, f in ipairs(found) do
+    f.idf = math.log(1 + (math.max(total - f.n, 0) + 0.5) / (f.n + 0.5))
+    best = best + f.idf
+  end
+  return found, best
+end
+
+local function search_index(terms, k, want, floor)
+  if #terms == 0 or k <= 0 then return {} end
+  local found, best = query_terms_found(terms)
+  if #found == 0 or (floor and best < floor) then return {} end -- (nothing read)
   local score, met, order, budget = {}, {}, 0, READ
   for _, f in ipairs(found) do
     if budget <= 0 then break end
-    local idf = math.log(1 + (math.max(total - f.n, 0) + 0.5) / (f.n + 0.5))
+    local idf = f.idf
     order, budget = take(decode(f.part, 5), idf, score, met, order, budget)
     local chunk = f.full
     while budget > 0 and chunk > 0 do

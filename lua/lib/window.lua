@@ -288,7 +288,7 @@ local function recalled_by(terms, budget, p, taken, skip)
     return true
   end
   local out, used = {}, 0
-  for _, hit in ipairs(search_index(terms, RECALL_CANDIDATES, want)) do
+  for _, hit in ipairs(search_index(terms, RECALL_CANDIDATES, want, MIN_RELEVANCE)) do
     if budget - used < 1 or hit[2] < MIN_RELEVANCE then break end
     local m = found[hit[1]]
     if not inside[m.id] then
