@@ -351,9 +351,10 @@ def _us(moment: datetime) -> int:
 def _keys(message: ModelMessage) -> list[tuple[str, str, int]]:
     """What identifies each text of a message: its kind, text and timestamp (the texts of
     the conversation repeat: "Thanks!"; the timestamps survive the processor's storage)."""
-    if isinstance(message, ModelResponse):
-        text = "\n".join(p.content for p in message.parts if isinstance(p, TextPart))
-        return [("assistant", text, _us(message.timestamp))]
+    if isinstance(message, ModelResponse):  # (a part each: with recall, a response
+        # brought back may sit next to another, and the model is sent them merged)
+        at = _us(message.timestamp)
+        return [("assistant", p.content, at) for p in message.parts if isinstance(p, TextPart)]
     return [
         ("user", str(p.content), _us(p.timestamp))
         for p in message.parts
@@ -374,6 +375,11 @@ def replay_pydantic_ai(
 
     agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(history_processor)])
     turn_of: dict[tuple[str, str, int], str] = {}  # _keys -> turn id
+    # A message brought back from the store (recall) may carry a timestamp no send of the
+    # replay had: a text said once in the conversation is its turn whatever its timestamp.
+    said = [t for c in calls for t in (*c.prior, *c.users, *([c.answer] if c.answer else []))]
+    count = Counter((t.role, t.text) for t in said)
+    by_text = {(t.role, t.text): t.id for t in said if count[(t.role, t.text)] == 1}
     history: list[ModelMessage] = []
     contexts: list[list[str]] = []
 
@@ -395,7 +401,9 @@ def replay_pydantic_ai(
             for key in keys:
                 if key not in turn_of and key[0] == "user" and key[1] == current.text:
                     turn_of[key] = current.id
-            contexts.append([turn_of.get(key, f"?{key[1][:30]}") for key in keys])
+            contexts.append(
+                [turn_of.get(key) or by_text.get(key[:2], f"?{key[1][:30]}") for key in keys]
+            )
             history = result.all_messages()
             if call.answer is not None:
                 turn_of.update((key, call.answer.id) for key in _keys(history[-1]))
