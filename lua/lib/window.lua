@@ -2,6 +2,16 @@
 -- and context.lua (ids and texts): window.lua's header says the rule. Uses
 -- lib/memory.lua's helpers and the KEY names both scripts declare.
 
+-- Memories in the order first remembered (then by creation, then id).
+local function in_time_order(memories)
+  table.sort(memories, function(a, b)
+    if a.n ~= b.n then return a.n < b.n end
+    if a.created ~= b.created then return a.created < b.created end
+    return a.id < b.id
+  end)
+  return memories
+end
+
 -- Every hot memory a window of budget (math.huge: none) takes at now, in
 -- the order first remembered; their tokens; the hot memories in all but
 -- those of skip. skip: a set of ids left out (the caller sends them itself;
@@ -241,11 +251,7 @@ local function choose_window(budget, now, p, st, skip, slim)
     table.sort(order)
     for i, n in ipairs(order) do taken[i] = by_n[n] end
   else
-    table.sort(taken, function(a, b)
-      if a.n ~= b.n then return a.n < b.n end
-      if a.created ~= b.created then return a.created < b.created end
-      return a.id < b.id
-    end)
+    in_time_order(taken)
   end
   local size = hot_size or typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
     typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot) - skipped
@@ -314,12 +320,3 @@ local function recalled_by(terms, budget, p, taken, skip)
   return out, used
 end
 
--- Memories in the order first remembered (then by creation, then id).
-local function in_time_order(memories)
-  table.sort(memories, function(a, b)
-    if a.n ~= b.n then return a.n < b.n end
-    if a.created ~= b.created then return a.created < b.created end
-    return a.id < b.id
-  end)
-  return memories
-end
