@@ -24,15 +24,15 @@ from functools import partial
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from memevict.aio import AsyncMemoryStore
-from memevict.commands import MAX_BATCH, MAX_SKIP, Item, check_namespace
+from memevict.commands import MAX_BATCH, MAX_SEARCH, MAX_SKIP, Item, check_namespace
 from memevict.commands import MAX_TOKENS as MAX_MEMORY_TOKENS
 from memevict.errors import BadArgument, BadNamespace, NamespaceLost
 from memevict.importance import Labeler, Message
 from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
-from memevict.results import Context, Memory
+from memevict.results import Context, Match, Memory
 from memevict.store import MemoryStore
-from memevict.terms import terms
+from memevict.terms import query_terms, terms
 
 TokenCounter = Callable[[str], int]
 # Called with the namespace when an adapter finds it lost (see BaseConversation._lost).
@@ -251,6 +251,98 @@ class _Known:
 
     def clear(self) -> None:
         self._ids.clear()
+
+    def order(self) -> dict[str, int]:
+        """The place of each known id in the order this process stored them."""
+        return {id: n for n, id in enumerate(self._ids)}
+
+
+# --- recall_memory: the tool each adapter offers the model ---------------------------
+
+RECALL_TOOL = "recall_memory"
+# The tool's docstring: what the model reads of it (its description and its argument's).
+RECALL_DOC = (
+    "Search the earlier messages of this conversation, including ones no longer in your "
+    "context, by their words. Returns the best matches, oldest first, each with who said it."
+    "\n\nArgs:\n    query: a few distinctive words of what to look for: a name, a number, "
+    "a topic.\n"
+)
+RECALL_K = 5  # the messages a call returns at most, by default
+RECALL_TOKENS = 1000  # the tokens of its answer at most (count_tokens), by default
+RECALL_OFF = (
+    "Nothing found: searching earlier messages is off in this conversation (its adapter "
+    "was made with recall_share=0, so its messages are not indexed)."
+)
+_QUERY_CHARS = 2000  # of a query, what is read (a query keeps 32 terms anyway)
+_SHOWN = 80  # of a query, what an answer repeats
+# A match over what is left of the cap is cut to it, if that is this many tokens at least.
+_CUT_AT_LEAST = 20
+# A stored text as what the model read of it: an adapter's own decoding (None: a text
+# it did not write, such as an operator's note).
+Reader = Callable[[str], Message | None]
+
+
+def check_recall(k: int, max_tokens: int) -> None:
+    """Raises BadArgument unless ``k`` is in 1..100 and ``max_tokens`` at least 100."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH:
+        raise BadArgument(f"k must be a whole number in [1, {MAX_SEARCH}], got {k!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 100:
+        raise BadArgument(f"max_tokens must be a whole number of 100 or more, got {max_tokens!r}")
+
+
+def _line(message: Message) -> str:
+    """A message as one item of the answer: who said it, and its text."""
+    who = message.role or ("tool" if (message.kind or "").endswith("_output") else "assistant")
+    return f"- {who}: " + message.text.replace("\n", "\n  ")
+
+
+def _cut(line: str, tokens: int, count: TokenCounter) -> str:
+    """The longest start of ``line`` that costs at most ``tokens`` with its mark."""
+    low, high = 0, len(line)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count(f"\n{line[:mid]} [cut]") <= tokens:
+            low = mid
+        else:
+            high = mid - 1
+    return f"{line[:low]} [cut]"
+
+
+def recall_text(
+    shown: str,
+    matches: Sequence[Match],
+    read: Reader,
+    count: TokenCounter,
+    max_tokens: int,
+    order: Mapping[str, int],
+) -> str:
+    """The answer of ``recall_memory``: the ``matches`` an adapter wrote (``read``), the
+    best that fit ``max_tokens`` tokens (the last one that does not fit cut to what is
+    left), in conversation order: by the time stored, then, within a millisecond, by
+    ``order`` (this process's), then by id."""
+    found = []
+    for match in matches:
+        message = None if match.memory.text is None else read(match.memory.text)
+        if message is not None:
+            found.append((match.memory, _line(message)))
+    if not found:
+        return f"Nothing found: no earlier message of this conversation matches {shown}."
+    head = f"Earlier messages of this conversation matching {shown}, oldest first:"
+    more = "\n({} more matches left out for length: search with other words for them)"
+    left = max_tokens - count(head) - count(more.format(len(found)))
+    chosen: list[tuple[Memory, str]] = []
+    for memory, line in found:  # best first
+        if count(f"\n{line}") > left:
+            if left >= _CUT_AT_LEAST:
+                chosen.append((memory, _cut(line, left, count)))
+            break
+        chosen.append((memory, line))
+        left -= count(f"\n{line}")
+    chosen.sort(key=lambda c: (c[0].created, order.get(c[0].id, len(order)), c[0].id))
+    lines = [head, *(line for _, line in chosen)]
+    if len(chosen) < len(found):
+        lines.append(more.format(len(found) - len(chosen))[1:])
+    return "\n".join(lines)
 
 
 StoreT = TypeVar("StoreT", MemoryStore, AsyncMemoryStore)
@@ -532,6 +624,20 @@ class BaseConversation(Generic[StoreT]):
 
         yield from self._again(attempt)
 
+    def recall_steps(self, query: str, read: Reader, k: int, max_tokens: int) -> Steps[str]:
+        """The steps of :meth:`Conversation.recall_memory`."""
+        text = query[:_QUERY_CHARS] if isinstance(query, str) else ""
+        shown = repr(text[:_SHOWN] + ("..." if len(text) > _SHOWN else ""))
+        yield from self._settle_steps()
+        if not self._wanted["index"]:
+            return RECALL_OFF
+        words = query_terms(text)  # (the words alone: no control character, no surrogate)
+        if not words:
+            return f"Nothing found: {shown} has no word to search for; give a name or a topic."
+        search = partial(self.store.search, " ".join(words), k)
+        matches: list[Match] = yield from self._again(lambda: _call(search))
+        return recall_text(shown, matches, read, self.count_tokens, max_tokens, self._known.order())
+
     def get_steps(self, id: str) -> Steps[Memory | None]:
         """The steps of :meth:`Conversation.get`."""
         memory: Memory | None = yield from self._again(lambda: _call(partial(self.store.get, id)))
@@ -672,6 +778,15 @@ class Conversation(BaseConversation[MemoryStore]):
         the store, which then starts it again)."""
         return run_steps(self.get_steps(id))
 
+    def recall_memory(
+        self, query: str, read: Reader, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS
+    ) -> str:
+        """What the ``recall_memory`` tool answers ``query``: the ``k`` stored messages,
+        hot or cold, that best match its words, read with the adapter's ``read``, as text
+        of at most ``max_tokens`` tokens, oldest first (:func:`recall_text`); or a text
+        saying why nothing is found (no word to search for, or no index: recall_share=0)."""
+        return run_steps(self.recall_steps(query, read, k, max_tokens))
+
     def window(
         self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
     ) -> list[tuple[str, str]]:
@@ -718,6 +833,12 @@ class AsyncConversation(BaseConversation[AsyncMemoryStore]):
     async def get(self, id: str) -> Memory | None:
         """See :meth:`Conversation.get`."""
         return await arun_steps(self.get_steps(id))
+
+    async def recall_memory(
+        self, query: str, read: Reader, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS
+    ) -> str:
+        """See :meth:`Conversation.recall_memory`."""
+        return await arun_steps(self.recall_steps(query, read, k, max_tokens))
 
     async def window(
         self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()

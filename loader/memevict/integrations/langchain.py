@@ -44,6 +44,10 @@ message aside) cost at most ``max_tokens``, or only the current turn if it alone
 more. A message of the window that is not in the request (removed from the state, or of
 another thread in a shared namespace) is not sent, nor is a tool call or result whose
 other half is not sent. The evicted stay in the cold tier, recallable.
+
+``middleware.recall_tool()`` is a tool, ``recall_memory(query)``, for ``create_agent``'s
+``tools``: with it the model searches the earlier messages of its thread itself, evicted
+ones included.
 """
 
 from __future__ import annotations
@@ -74,7 +78,10 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
     message_to_dict,
+    messages_from_dict,
 )
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_config
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
@@ -86,6 +93,10 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECALL_DOC,
+    RECALL_K,
+    RECALL_TOKENS,
+    RECALL_TOOL,
     RECENT,
     AsyncConversation,
     Conversation,
@@ -99,6 +110,7 @@ from memevict.integrations._conversation import (
     approx_tokens,
     arun_steps,
     check_one_of,
+    check_recall,
     conversation_policy,
     fits,
     hashed_name,
@@ -129,6 +141,15 @@ def id_of(message: BaseMessage, text: str | None = None) -> str:
     if isinstance(message.id, str) and fits(message.id, MAX_ID_BYTES):
         return message.id
     return "sha256:" + sha256_of(text_of(message) if text is None else text)
+
+
+def read_message(text: str) -> Message | None:
+    """What the model reads of a message this adapter stored (:func:`message_of` of what
+    ``messages_from_dict`` rebuilds), or None for a text that is not one."""
+    try:
+        return message_of(messages_from_dict([json.loads(text)])[0])
+    except (ValueError, KeyError, TypeError):  # (not JSON, not a message's dict)
+        return None
 
 
 def _calls(message: AIMessage) -> list[str]:
@@ -483,6 +504,30 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         namespace = self.thread_namespace(thread_id)
         await (await self.aconversation(namespace)).store.drop()
         self._async_conversations.drop(namespace)
+
+    def recall_tool(self, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS) -> BaseTool:
+        """The tool ``recall_memory(query)`` for ``create_agent(tools=[...])``: the ``k``
+        messages of the run's thread (its namespace), evicted ones included, that best
+        match the words of the model's query, as text of at most ``max_tokens`` tokens
+        (``count_tokens``), oldest first. ``invoke`` and ``ainvoke`` as the agent's."""
+        check_recall(k, max_tokens)
+
+        def namespace(config: RunnableConfig) -> str:
+            thread = (config.get("configurable") or {}).get("thread_id")
+            return self.thread_namespace(None if thread is None else str(thread))
+
+        def recall_memory(query: str, config: RunnableConfig) -> str:
+            conversation = self.conversation(namespace(config))
+            return conversation.recall_memory(query, read_message, k=k, max_tokens=max_tokens)
+
+        async def arecall_memory(query: str, config: RunnableConfig) -> str:
+            conversation = await self.aconversation(namespace(config))
+            return await conversation.recall_memory(query, read_message, k=k, max_tokens=max_tokens)
+
+        recall_memory.__doc__ = RECALL_DOC
+        return StructuredTool.from_function(
+            recall_memory, arecall_memory, name=RECALL_TOOL, parse_docstring=True
+        )
 
     def close(self) -> None:
         """Closes the sync client if the middleware made it (from ``url``)."""

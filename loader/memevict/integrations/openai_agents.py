@@ -1,7 +1,7 @@
 """A session for the OpenAI Agents SDK that evicts by importance x recency, not FIFO.
 
 ``MemevictSession`` implements the SDK's ``Session`` protocol structurally (this module
-never imports the SDK)::
+imports the SDK only to make :meth:`MemevictSession.recall_tool`)::
 
     session = MemevictSession.from_url("user-42", "redis://localhost:6379", max_tokens=8000)
     result = await Runner.run(agent, "hi", session=session)
@@ -16,7 +16,8 @@ half of either (the Responses API rejects both). The hot tier holds at most
 ``recall``; an item over the whole budget goes there at once (it is sent while it is
 the current turn, by the SDK). ``get_items`` returns the window in time order;
 ``pop_item`` removes the newest item of the window; ``clear_session`` drops the
-namespace.
+namespace. ``session.recall_tool()`` is a ``function_tool``, ``recall_memory(query)``, with
+which the model searches the session's earlier items itself, evicted ones included.
 
 An item's id is the hash of the item before it and of its own JSON (:func:`item_id`):
 the same items added again after a failed call (a retried ``add_items``, or a retried
@@ -30,7 +31,7 @@ import contextlib
 import json
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_GROUP_BYTES
@@ -39,6 +40,10 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECALL_DOC,
+    RECALL_K,
+    RECALL_TOKENS,
+    RECALL_TOOL,
     RECENT,
     AsyncConversation,
     Entry,
@@ -46,6 +51,7 @@ from memevict.integrations._conversation import (
     Settings,
     TokenCounter,
     approx_tokens,
+    check_recall,
     fits,
     hashed_name,
     namespace_for,
@@ -54,6 +60,9 @@ from memevict.integrations._conversation import (
     sha256_of,
 )
 from memevict.registry import AsyncClient
+
+if TYPE_CHECKING:
+    from agents import FunctionTool
 
 Item = dict[str, Any]  # the SDK's TResponseInputItem, a TypedDict
 _GROUP_ROOM = 32  # entries kept past ``recent``, for the rest of their groups
@@ -105,6 +114,13 @@ def items_of(window: Sequence[tuple[str, str]]) -> tuple[list[Item], list[str]]:
         else:
             foreign.append(id)
     return kept, foreign
+
+
+def read_item(text: str) -> Message | None:
+    """What the model reads of an item this session stored (:func:`message_of`), or None
+    for a text that is not one."""
+    items, _ = items_of([("", text)])
+    return message_of(items[0]) if items else None
 
 
 def message_of(item: Item) -> Message:
@@ -343,6 +359,21 @@ class MemevictSession:
         self.conversation.forget_asked(id)  # (not lifted back as a question)
         self._added = [e for e in self._added if e.id != id]
         return dict(json.loads(text))
+
+    def recall_tool(self, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS) -> FunctionTool:
+        """The tool ``recall_memory(query)`` for ``Agent(tools=[...])``: the session's ``k``
+        items, evicted ones included, that best match the words of the model's query, as
+        text of at most ``max_tokens`` tokens (``count_tokens``), oldest first."""
+        from agents import function_tool
+
+        check_recall(k, max_tokens)
+
+        async def recall_memory(query: str) -> str:
+            conversation = self.conversation  # (a new one after clear_session)
+            return await conversation.recall_memory(query, read_item, k=k, max_tokens=max_tokens)
+
+        recall_memory.__doc__ = RECALL_DOC
+        return function_tool(recall_memory, name_override=RECALL_TOOL)
 
     async def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included; nothing this session

@@ -49,6 +49,9 @@ messages it has not seen yet and returns the memevict window. What it maps:
 The output is the window and those messages, in time order. The messages given to the
 processor are returned as they are (the same objects); older ones come back from the store.
 Evicted messages stay in the cold tier, recallable with the store's ``recall``.
+
+``history.recall_tool()`` is a ``Tool``, ``recall_memory(query)``, for ``Agent(tools=[...])``:
+with it the model searches the session's earlier messages itself, evicted ones included.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_ai import Tool
 from pydantic_ai.messages import (
     ERROR_OUTCOMES,
     BaseToolCallPart,
@@ -85,6 +89,10 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    RECALL_DOC,
+    RECALL_K,
+    RECALL_TOKENS,
+    RECALL_TOOL,
     RECENT,
     AsyncConversation,
     BaseConversation,
@@ -97,6 +105,7 @@ from memevict.integrations._conversation import (
     TokenCounter,
     approx_tokens,
     arun_steps,
+    check_recall,
     namespace_for,
     open_conversation,
     recent_of,
@@ -112,6 +121,7 @@ __all__ = [
     "SyncMemevictHistory",
     "message_id",
     "message_of",
+    "read_message",
     "text_of",
 ]
 
@@ -278,6 +288,13 @@ def _readable(text: str) -> ModelMessage | None:
     except ValidationError:
         return None
     return messages[0] if len(messages) == 1 else None
+
+
+def read_message(text: str) -> Message | None:
+    """What the model reads of a message this processor stored (:func:`message_of`), or
+    None for a text that is not one."""
+    message = _readable(text)
+    return None if message is None else message_of(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +506,19 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         """Remembers the messages not seen yet; returns the window, current turn included."""
         return await arun_steps(self._steps(messages))
 
+    def recall_tool(self, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS) -> Tool[Any]:
+        """The tool ``recall_memory(query)`` for ``Agent(tools=[...])``: the session's ``k``
+        messages, evicted ones included, that best match the words of the model's query,
+        as text of at most ``max_tokens`` tokens (``count_tokens``), oldest first."""
+        check_recall(k, max_tokens)
+
+        async def recall_memory(query: str) -> str:
+            conversation = self.conversation  # (a new one after clear_session)
+            return await conversation.recall_memory(query, read_message, k=k, max_tokens=max_tokens)
+
+        recall_memory.__doc__ = RECALL_DOC
+        return Tool(recall_memory, takes_ctx=False, name=RECALL_TOOL)
+
     async def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
         await self.store.drop()
@@ -541,6 +571,17 @@ class SyncMemevictHistory(_Base[MemoryStore]):
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """See :meth:`MemevictHistory.__call__`."""
         return run_steps(self._steps(messages))
+
+    def recall_tool(self, *, k: int = RECALL_K, max_tokens: int = RECALL_TOKENS) -> Tool[Any]:
+        """See :meth:`MemevictHistory.recall_tool` (the tool runs in a worker thread)."""
+        check_recall(k, max_tokens)
+
+        def recall_memory(query: str) -> str:
+            conversation = self.conversation  # (a new one after clear_session)
+            return conversation.recall_memory(query, read_message, k=k, max_tokens=max_tokens)
+
+        recall_memory.__doc__ = RECALL_DOC
+        return Tool(recall_memory, takes_ctx=False, name=RECALL_TOOL)
 
     def clear_session(self) -> None:
         """Deletes the session's namespace, cold tier included."""
