@@ -1012,6 +1012,20 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     help="Give the memory turns without importance or category an importance: 'rules', or "
     "the dotted path of your labeler (module.function).",
 )
+@click.option(
+    "--per-question",
+    is_flag=True,
+    help="Instead: per question, within each of --budgets tokens, the share of questions "
+    "an evidence turn of which is in FIFO, FIFO + slice, search alone, memevict's window and "
+    "the window with recall; the question as the query, then the user message before it.",
+)
+@click.option(
+    "--budgets",
+    default="2000,5000,10000",
+    show_default=True,
+    metavar="N,N,...",
+    help="Token budgets of --per-question.",
+)
 @json_option
 @click.option(
     "--plot",
@@ -1035,6 +1049,8 @@ def simulate(
     grid: tuple[str, ...],
     policy_list: str | None,
     labeler_spec: str | None,
+    per_question: bool,
+    budgets: str,
     as_json: bool,
     plot_file: str | None,
     **fields: Any,
@@ -1077,6 +1093,10 @@ def simulate(
 
     chosen = _chosen_policies(policy_list, POLICIES)
     fields = {k: v for k, v in fields.items() if v is not None}
+    if per_question:
+        budget_list = _per_question_budgets(budgets, given, fields)
+    elif given("budgets"):
+        raise click.UsageError("--budgets is for --per-question")
     if "memevict" not in chosen and (grid or fields):
         raise click.UsageError("--grid and memevict's fields need memevict in --policies")
     try:
@@ -1116,6 +1136,9 @@ def simulate(
                 f"{where}{t.unlabelled} memory turns have no importance or category: "
                 "pass --label rules or a labeler's dotted path"
             )
+    if per_question:
+        _emit_per_question(ctx.obj["url"], transcripts, budget_list, fields, as_json)
+        return
     if (
         policy_list is not None
         and "hindsight" in chosen
@@ -1153,6 +1176,54 @@ def simulate(
             draw(result, plot_file)
     else:
         _emit({**summary_json(results), "window": window}, as_json, lambda: summary_table(results))
+
+
+def _per_question_budgets(
+    budgets: str, given: Callable[[str], bool], fields: dict[str, Any]
+) -> list[int]:
+    """--budgets, checked, and the options --per-question does not take refused."""
+    for name in ("window", "grid", "policy_list", "plot_file"):
+        if given(name):
+            option = {"policy_list": "policies", "plot_file": "plot"}.get(name, name)
+            raise click.UsageError(f"--{option} is not for --per-question (it uses --budgets)")
+    for name in ("max_tokens", "index"):
+        if name in fields:
+            option = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{option}: --per-question sets it (--budgets, an index)")
+    try:
+        found = [int(x) for x in budgets.split(",") if x.strip()]
+    except ValueError:
+        found = []
+    if not found or min(found) <= 0:
+        raise click.UsageError(f"--budgets {budgets!r}: positive token counts, comma-separated")
+    return found
+
+
+def _emit_per_question(
+    url: str | None,
+    transcripts: list[Transcript],
+    budgets: list[int],
+    fields: dict[str, Any],
+    as_json: bool,
+) -> None:
+    """--per-question: every transcript measured on the server, the table or JSON."""
+    from pathlib import Path
+
+    from memevict.simulate.per_question import (
+        per_question,
+        per_question_json,
+        per_question_table,
+    )
+
+    if not any(t.questions for t in transcripts):
+        raise click.UsageError("--per-question needs questions: no transcript asks any")
+    try:
+        with connect(url) as client:
+            results = [r for t in transcripts for r in per_question(client, t, budgets, fields)]
+    except BadPolicy as error:
+        raise click.UsageError(str(error)) from None
+    data = {"budgets": budgets, "per_question": per_question_json(results)}
+    _emit(data, as_json, lambda: per_question_table(results, lambda s: Path(s).name))
 
 
 def _read(path: str, turn_ms: int) -> list[Transcript]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, cast
 
 import redis
@@ -112,17 +112,38 @@ class LruRunner(_SortedSetWindow):
 
 
 class MemevictRunner:
-    """memevict with a policy, every call at the transcript's time."""
+    """memevict with a policy, every call at the transcript's time. ``tokens_of``: each
+    memory's cost in the policy's max_tokens, of its text (None: 1 each); a memory over
+    max_tokens costs max_tokens (as an adapter stores one)."""
 
-    def __init__(self, client: redis.Redis, namespace: str, policy: Policy) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str,
+        policy: Policy,
+        tokens_of: Callable[[str], int] | None = None,
+    ) -> None:
         self.store = MemoryStore(client, namespace, policy, replace_policy=True)
         self.size = policy.max_hot
+        self.tokens_of = tokens_of
+
+    def _tokens(self, text: str | None) -> int:
+        if self.tokens_of is None:
+            return 1
+        tokens = max(1, self.tokens_of(text or ""))
+        limit = self.store.policy.max_tokens
+        return min(tokens, limit) if limit else tokens
 
     def remember(self, turn: MemoryTurn) -> tuple[str, ...]:
         if turn.importance is None:
             raise ValueError(f"memory {turn.id!r} has no importance: label the transcript first")
         r = self.store.remember(
-            turn.id, turn.importance, text=turn.text, whitelist=turn.whitelist, now=turn.at
+            turn.id,
+            turn.importance,
+            text=turn.text,
+            whitelist=turn.whitelist,
+            tokens=self._tokens(turn.text),
+            now=turn.at,
         )
         return r.evicted
 

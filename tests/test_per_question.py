@@ -1,0 +1,139 @@
+"""The per-question baselines (memevict.simulate.baselines) on a small conversation worked
+out by hand, their relevance against the store's search on a real server, and
+``memevict simulate --per-question`` on the tiny LoCoMo-shaped file."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from memevict import MemoryStore
+from memevict.cli import main
+from memevict.integrations._conversation import conversation_policy
+from memevict.simulate.baselines import fifo, fifo_slice, relevance, search_alone
+from tests.locomo_fixture import tiny_sample
+from tests.servers import Server
+
+# Six messages; a message costs one token a word. "the and" holds only function words,
+# so no term: it is no match and not counted in N. The other five hold terms, so N = 5:
+# apple in m1 m5 (n = 2), banana in m1 m3 m5 (n = 3), cherry in m2 m5 (n = 2).
+MESSAGES = [
+    ("m1", "apple banana"),
+    ("m2", "cherry pie"),
+    ("m3", "banana split"),
+    ("m4", "the and"),
+    ("m5", "apple cherry banana"),
+    ("m6", "dog"),
+]
+QUERY = "Banana and cherry?"  # terms: banana, cherry ("and" is a function word)
+BANANA = math.log(1 + (5 - 3 + 0.5) / (3 + 0.5))  # ln(12/7) = 0.539
+CHERRY = math.log(1 + (5 - 2 + 0.5) / (2 + 0.5))  # ln(2.4) = 0.875
+# Best first: m5 (both, 1.414), m2 (0.875), then m3 and m1 (0.539 each: the newer first).
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_relevance_is_bm25_with_each_term_once_and_no_length_norm() -> None:
+    found = relevance(MESSAGES, QUERY)
+    assert found == pytest.approx({"m1": BANANA, "m2": CHERRY, "m3": BANANA, "m5": BANANA + CHERRY})
+    assert relevance(MESSAGES, "zebra") == {} and relevance(MESSAGES, "what and the") == {}
+    # a term said twice in a message or in the query counts once
+    assert relevance([("a", "kayak kayak"), ("b", "tent")], "kayak kayak?") == pytest.approx(
+        {"a": math.log(1 + 1.5 / 1.5)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("budget", "kept"),
+    [
+        (2, ["m2"]),  # m5 (3 tokens) does not fit, m2 does
+        (4, ["m5"]),  # m5, then 1 token left: m2, m3, m1 (2 each) do not fit
+        (5, ["m2", "m5"]),
+        (7, ["m2", "m3", "m5"]),  # m3 before m1: the newer of a tie
+        (100, ["m1", "m2", "m3", "m5"]),  # m4 and m6 match nothing: never taken
+    ],
+)
+def test_search_alone_takes_the_best_matches_that_fit(budget: int, kept: list[str]) -> None:
+    assert search_alone(MESSAGES, QUERY, budget, words) == kept
+
+
+def test_fifo_takes_the_newest_until_one_does_not_fit() -> None:
+    assert fifo(MESSAGES, 3, words) == ["m6"]  # m5 would make 4
+    assert fifo(MESSAGES, 6, words) == ["m4", "m5", "m6"]
+    assert fifo(MESSAGES, 0, words) == []
+
+
+@pytest.mark.parametrize(
+    ("share", "kept"),
+    [
+        # FIFO in 10 - 3 = 7: m6 m5 m4 (6 tokens; m3 would make 8); in the 4 left, the best
+        # older matches: m2 (2), m3 (2); m1 no longer fits
+        (0.3, ["m2", "m3", "m4", "m5", "m6"]),
+        # FIFO in 5: m6 m5 (4; m4 would make 6); 6 left: m2, m3, m1 (m4 matches nothing)
+        (0.5, ["m1", "m2", "m3", "m5", "m6"]),
+        # FIFO in the whole 10: m6 .. m2 (10 tokens); m1 would make 12
+        (0.0, ["m2", "m3", "m4", "m5", "m6"]),
+    ],
+)
+def test_fifo_slice_fills_what_fifo_leaves_with_the_best_older_matches(
+    share: float, kept: list[str]
+) -> None:
+    assert fifo_slice(MESSAGES, QUERY, 10, share, words) == kept
+
+
+def test_fifo_slice_refuses_a_share_outside_zero_to_one() -> None:
+    with pytest.raises(ValueError, match="share"):
+        fifo_slice(MESSAGES, QUERY, 10, 1.5, words)
+
+
+def test_the_relevance_is_the_stores(client: redis.Redis) -> None:
+    """The same messages in a namespace with an index: its search gives the same
+    relevances, in the same order (ties to the newer)."""
+    store = MemoryStore(client, "baselines", conversation_policy(1000))
+    for i, (id, text) in enumerate(MESSAGES):
+        store.remember(id, 1.0, text=text, now=1_700_000_000_000 + i)
+    found = store.search(QUERY)
+    assert [m.memory.id for m in found] == ["m5", "m2", "m3", "m1"]
+    assert {m.memory.id: m.relevance for m in found} == pytest.approx(relevance(MESSAGES, QUERY))
+
+
+def test_simulate_per_question_on_the_tiny_file(server: Server, tmp_path: Path) -> None:
+    """The tiny file: 30 turns of 10 tokens ("Ana says line 3"...), 3 questions asked at the
+    end, their evidence D1:3 or D2:12 (Q1), D2:5 or D1:5 (Q2), D2:14 (Q3). The questions
+    ("Q1?") hold no term, so nothing matches them: search alone covers none, and FIFO +
+    slice is FIFO. At 100 tokens, a question costs 1: FIFO in 99 holds the newest 9 turns
+    (D2:7..D2:15), so Q1 and Q3. At 400 everything fits: all 3 for FIFO and the window."""
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    args = ["--url", server.url, "simulate", "--transcript", str(path), "--label", "rules"]
+    args += ["--per-question", "--budgets", "100,400"]
+    done = CliRunner().invoke(main, [*args, "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    asked = report["per_question"]["question"]
+    small, large = asked["100"], asked["400"]
+    assert small["questions"] == large["questions"] == 3
+    assert (small["fifo"], small["fifo_slice"], small["search"]) == (2, 2, 0)
+    assert (large["fifo"], large["fifo_slice"], large["search"]) == (3, 3, 0)
+    assert (large["window"], large["window_recall"]) == (3, 3)
+    assert small["window_recall"] == small["window"] <= 3  # (no term: nothing recalled)
+    # Harder: the query is the last user message, "Ana says line 14......" (D2:14), with
+    # the whole 100 tokens. Its terms: "says" and "line" are in all 30 turns, "ana" in
+    # Ana's 15, "14" in D1:14 and D2:14 (both Ana's). Search alone: D2:14, D1:14, then
+    # Ana's 8 newest others (D2:12 .. D2:2, D1:13, D1:11): Q1 (D2:12) and Q3 (D2:14).
+    # FIFO: D2:6..D2:15, Q1 and Q3 too.
+    before = report["per_question"]["previous"]["100"]
+    assert (before["search"], before["fifo"]) == (2, 2)
+    # The table: the five rows, both queries
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    for title in ("FIFO", "FIFO + slice", "search alone", "window", "window + recall"):
+        assert f"  {title}  " in done.output
+    assert "Harder: the user message before the question" in done.output
