@@ -4,7 +4,7 @@ context an agent sends still answers, memevict against FIFO of the same token bu
     python benchmarks/adapter_coverage.py [PATH ...] [--generated N]
         [--adapters openai,langchain,pydantic-ai] [--budgets 2000,5000,10000]
         [--policy FIELD=VALUE ...] [--labeler NAME] [--url URL] [--per-question]
-        [--json FILE]
+        [--query question,previous] [--json FILE]
 
 PATH: a LoCoMo conversation, one sample (``speaker_a``, ``speaker_b``, ``session_N``,
 ``qa`` at the top level) or a list of samples (sessions under ``conversation``).
@@ -52,11 +52,28 @@ text the model reads of a message, about 4 characters a token, the adapters' def
 - recent: the share of calls whose context holds the previous exchange (the assistant
   message before the current user message, and the user message before that);
 - msgs / tokens: the final context's size; s: the replay's wall time.
-- with ``--per-question``: the OpenAI session replays the conversation, then each
-  question is added as a user item, ``get_items()`` read and the question popped: the
-  share of questions with an evidence turn in those items, with ``recall_share=0`` and
-  with the default (recall of what matches the question), against FIFO of the budget
-  less the question.
+- with ``--per-question``: the OpenAI session replays the conversation (once with
+  ``recall_share=0``, "off", once with the default, "on": recall of what matches the
+  latest user message), then the share of questions with an evidence turn in the items
+  ``get_items()`` returns, by ``--query`` (default both):
+
+  - ``question``: each question added as a user item, ``get_items()`` read, the question
+    popped (the query is the question; asking one evicts for its tokens, and popping it
+    does not bring that back, so the questions are asked one after the other in that
+    state, in the file's order);
+  - ``previous`` (harder): ``get_items()`` read once, before any question is added (the
+    query is the latest user message, the conversation's last): what the context holds
+    when the question comes, the question not being its query.
+
+  Against three baselines (``memevict.simulate.baselines``) over all the conversation's
+  turns, in the budget less the question (``question``) or the whole budget
+  (``previous``), with the same query: FIFO (the newest turns that fit), search alone
+  (BM25 as the store's index ranks, best first, each turn taken while it fits) and
+  FIFO + slice (FIFO in 1 - share of the budget, the best older matches in what it
+  leaves), at shares 0.1, 0.2, 0.3: the share covering most questions over all the
+  conversations, per budget, is shown (``share``), each share's count in the JSON. A
+  row per conversation and budget (BELOW FIFO flagged), then the totals; ``on-srch``
+  and ``on-slc``: recall on less search alone, less FIFO + slice, in points.
 
 The total row of an adapter and budget: covered questions / all questions over all the
 conversations. Evidence ids are normalised (LoCoMo's known defects: several ids in one
@@ -74,7 +91,7 @@ import secrets
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -109,12 +126,15 @@ from memevict.integrations.langchain import MemevictMiddleware
 from memevict.integrations.openai_agents import MemevictSession
 from memevict.integrations.pydantic_ai import SyncMemevictHistory
 from memevict.policy import Policy
+from memevict.simulate.baselines import fifo, fifo_slice, search_alone
 from memevict.simulate.locomo import read_locomo
 from memevict.simulate.sessions import generate_sessions
 from memevict.simulate.transcript import MemoryTurn, Transcript
 
 ADAPTERS = ("openai", "langchain", "pydantic-ai")
 BUDGETS = (2000, 5000, 10000)
+QUERIES = ("question", "previous")  # --per-question's query kinds
+SHARES = (0.1, 0.2, 0.3)  # of the budget, FIFO + slice's matches
 FINAL = "final"  # the id of the final call's user message
 FINAL_TEXT = "Do you remember?"
 PolicyFields = dict[str, Any]  # Policy fields by name (their types vary)
@@ -414,14 +434,21 @@ def replay_pydantic_ai(
 
 
 async def _asked_openai(
-    conversation: Conversation, url: str, budget: int, policy: PolicyFields, share: float | None
-) -> list[bool]:
+    conversation: Conversation,
+    url: str,
+    budget: int,
+    policy: PolicyFields,
+    share: float | None,
+    queries: Sequence[str],
+) -> dict[str, list[bool]]:
     """Per question (--per-question): the conversation replayed through MemevictSession,
-    then each question added as a user item, get_items() read (is an evidence turn
-    among the items?), and the question popped."""
+    then, by query kind, whether an evidence turn of each question is among the items:
+    "previous", ``get_items()`` read once as the replay leaves it (its query: the latest
+    user message, the conversation's last); then "question", each question added as a
+    user item, ``get_items()`` read and the question popped."""
     fields: Any = {**policy, "recall_share": share}
     session = openai_session(url, _session_id("openai"), budget, fields)
-    found: list[bool] = []
+    found: dict[str, list[bool]] = {}
     try:
         for call in calls_of(conversation.turns):
             if call.answer is None:
@@ -430,41 +457,145 @@ async def _asked_openai(
                 await session.add_items([_item(t) for t in call.prior])
             await session.get_items()
             await session.add_items([*(_item(t) for t in call.users), _item(call.answer)])
-        for i, q in enumerate(conversation.questions):
-            await session.add_items([{"role": "user", "content": q.question, "id": f"q{i}"}])
+        if "previous" in queries:  # (first: asking a question evicts, popping it does not undo)
             held = {str(item.get("id")) for item in await session.get_items()}
-            found.append(any(e in held for e in q.evidence))
-            await session.pop_item()
+            found["previous"] = covered(conversation.questions, list(held))
+        if "question" in queries:
+            found["question"] = []
+            for i, q in enumerate(conversation.questions):
+                await session.add_items([{"role": "user", "content": q.question, "id": f"q{i}"}])
+                held = {str(item.get("id")) for item in await session.get_items()}
+                found["question"].append(any(e in held for e in q.evidence))
+                await session.pop_item()
     finally:
         await session.clear_session()
         await session.close()
     return found
 
 
-def per_question(
-    conversations: Sequence[Conversation], url: str, budgets: Sequence[int], policy: PolicyFields
-) -> list[dict[str, Any]]:
-    """--per-question: the share of questions covered through the OpenAI session, recall
-    off and on, against FIFO of the budget less the question, over all conversations."""
-    rows = []
-    print("Per question, through MemevictSession (the question the latest user message)")
-    for budget in budgets:
-        counts = {"questions": 0, "fifo": 0, "recall_off": 0, "recall_on": 0}
-        for c in conversations:
-            counts["questions"] += len(c.questions)
-            for q in c.questions:
-                kept = set(fifo_context(c.turns, budget - approx_tokens(q.question)))
-                counts["fifo"] += any(e in kept for e in q.evidence)
-            for side, share in (("recall_off", 0.0), ("recall_on", None)):
-                counts[side] += sum(asyncio.run(_asked_openai(c, url, budget, policy, share)))
-        n = max(counts["questions"], 1)
-        print(
-            f"  {budget:>6} tokens  {counts['questions']} questions  FIFO "
-            f"{counts['fifo'] / n:.3f}  recall off {counts['recall_off'] / n:.3f}  "
-            f"recall on {counts['recall_on'] / n:.3f}"
-        )
-        rows.append({"budget": budget, **counts})
+def last_user_text(turns: Sequence[Turn]) -> str:
+    """The conversation's last user message (the "previous" query), "" if none."""
+    return next((t.text for t in reversed(turns) if t.role == "user"), "")
+
+
+def baselines(
+    conversation: Conversation, budget: int, query: str, shares: Sequence[float]
+) -> dict[str, list[bool]]:
+    """Per question, the baselines (memevict.simulate.baselines) of the query kind: FIFO,
+    search alone and FIFO + slice at each share ("slice 0.1", ...). "question": the
+    question the query, the budget less the question; "previous": the last user message
+    the query, the whole budget."""
+    messages = [(t.id, t.text) for t in conversation.turns]
+    rows: dict[str, list[bool]] = {}
+    for q in conversation.questions:
+        text = q.question if query == "question" else last_user_text(conversation.turns)
+        room = budget - approx_tokens(q.question) if query == "question" else budget
+        contexts = {
+            "fifo": fifo(messages, room, approx_tokens),
+            "search": search_alone(messages, text, room, approx_tokens),
+        }
+        for share in shares:
+            contexts[f"slice {share:g}"] = fifo_slice(messages, text, room, share, approx_tokens)
+        for key, context in contexts.items():
+            rows.setdefault(key, []).append(any(e in set(context) for e in q.evidence))
     return rows
+
+
+PQ_HEADER = (
+    f"{'conversation':<16} {'budget':>6} {'Q':>4} {'FIFO':>6} {'slice':>6} {'share':>5} "
+    f"{'search':>6} {'off':>6} {'on':>6} {'on/FIFO':>7} {'on-srch':>7} {'on-slc':>7}"
+)
+
+
+def pq_row(name: str, budget: int, r: dict[str, Any]) -> str:
+    """A --per-question row: shares of the questions, the margins in points."""
+    n = r["questions"]
+
+    def pct(key: str) -> str:
+        return _fmt(100 * r[key] / n if n else None, 1)
+
+    def points(key: str) -> str:
+        return f"{100 * (r['recall_on'] - r[key]) / n:+.1f}" if n else "-"
+
+    flags = []
+    if r["recall_on"] < r["fifo"]:
+        flags.append("BELOW FIFO")
+    return (
+        f"{name:<16} {budget:>6} {n:>4} {pct('fifo'):>6} {pct('fifo_slice'):>6} "
+        f"{r['share']:>5g} {pct('search'):>6} {pct('recall_off'):>6} {pct('recall_on'):>6} "
+        f"{_fmt(_ratio(r['recall_on'], r['fifo']), 2):>7} {points('search'):>7} "
+        f"{points('fifo_slice'):>7}  {' '.join(flags)}"
+    ).rstrip()
+
+
+QUERY_NOTES = {
+    "question": "the question as the query: added as a user item, get_items() read, popped; "
+    "the baselines in the budget less the question",
+    "previous": "harder: the last user message as the query: get_items() read once after "
+    "the replay, the question not added; the baselines with that query in the whole budget",
+}
+
+
+def per_question(
+    conversations: Sequence[Conversation],
+    url: str,
+    budgets: Sequence[int],
+    policy: PolicyFields,
+    queries: Sequence[str] = QUERIES,
+    shares: Sequence[float] = SHARES,
+) -> dict[str, Any]:
+    """--per-question: through the OpenAI session, recall off and on, against FIFO, search
+    alone and FIFO + slice (the share best over all conversations, per budget), per
+    conversation and over all; a row per conversation and budget, then the totals."""
+    found: dict[tuple[str, str, int], dict[str, list[bool]]] = {}  # (query, name, budget)
+    for c in conversations:
+        for budget in budgets:
+            for query in queries:
+                found[(query, c.name, budget)] = baselines(c, budget, query, shares)
+            for side, share in (("recall_off", 0.0), ("recall_on", None)):
+                asked = asyncio.run(_asked_openai(c, url, budget, policy, share, queries))
+                for query in queries:
+                    found[(query, c.name, budget)][side] = asked[query]
+    report: dict[str, Any] = {"shares": list(shares)}
+    for query in queries:
+        print(f"\nPer question, through MemevictSession ({QUERY_NOTES[query]})")
+        print(PQ_HEADER)
+        rows, totals = [], []
+        for budget in budgets:
+            counts = {
+                c.name: {k: sum(v) for k, v in found[(query, c.name, budget)].items()}
+                for c in conversations
+            }
+            slices = {f"{x:g}": sum(n[f"slice {x:g}"] for n in counts.values()) for x in shares}
+            best = max(shares, key=lambda x: (slices[f"{x:g}"], -x))
+            for c in conversations:
+                n = counts[c.name]
+                r = _pq_counts(n, len(c.questions), best, shares)
+                print(pq_row(c.name, budget, r), flush=True)
+                rows.append({"conversation": c.name, "budget": budget, **r})
+            summed = Counter[str]()
+            for n in counts.values():
+                summed.update(n)
+            questions = sum(len(c.questions) for c in conversations)
+            totals.append({"budget": budget, **_pq_counts(summed, questions, best, shares)})
+        for t in totals:
+            print(pq_row("TOTAL", t["budget"], t))
+        report[query] = {"conversations": rows, "totals": totals}
+    return report
+
+
+def _pq_counts(
+    n: Mapping[str, int], questions: int, best: float, shares: Sequence[float]
+) -> dict[str, Any]:
+    """A --per-question row's numbers: covered questions by context, FIFO + slice at the
+    best share, and each share's."""
+    return {
+        "questions": questions,
+        **{key: n[key] for key in ("fifo", "search", "recall_off", "recall_on")},
+        "fifo_slice": n[f"slice {best:g}"],
+        "share": best,
+        "slices": {f"{x:g}": n[f"slice {x:g}"] for x in shares},
+    }
 
 
 REPLAYS: dict[str, Callable[[Sequence[Call], str, int, PolicyFields], list[list[str]]]] = {
@@ -478,14 +609,7 @@ REPLAYS: dict[str, Callable[[Sequence[Call], str, int, PolicyFields], list[list[
 
 def fifo_context(turns: Sequence[Turn], budget: int) -> list[str]:
     """The newest turns whose tokens fit in ``budget``, oldest first."""
-    kept: list[str] = []
-    used = 0
-    for turn in reversed(turns):
-        used += approx_tokens(turn.text)
-        if used > budget:
-            break
-        kept.append(turn.id)
-    return kept[::-1]
+    return fifo([(t.id, t.text) for t in turns], budget, approx_tokens)
 
 
 def covered(questions: Sequence[Question], context: Sequence[str]) -> list[bool]:
@@ -633,6 +757,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also each question asked through the OpenAI session, recall off and on",
     )
+    cli.add_argument(
+        "--query",
+        default=",".join(QUERIES),
+        help="--per-question's queries: question (the question), previous (the last user "
+        "message, the question not added), or both, comma-separated",
+    )
     args = cli.parse_args(argv)
     args.adapters = [a for a in args.adapters.split(",") if a]
     unknown = set(args.adapters) - set(ADAPTERS)
@@ -642,6 +772,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         cli.error("give LoCoMo files, --generated N, or both")
     if not args.budgets or min(args.budgets) <= 0:
         cli.error("--budgets: positive token counts")
+    args.query = [q for q in args.query.split(",") if q]
+    if not args.query or set(args.query) - set(QUERIES):
+        cli.error(f"--query: choose from {', '.join(QUERIES)}, comma-separated")
     return args
 
 
@@ -716,7 +849,9 @@ def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
     report["seconds"] = time.perf_counter() - started
     if args.per_question:
         with server(args.url, flush=False) as found:
-            report["per_question"] = per_question(conversations, found.url, args.budgets, policy)
+            report["per_question"] = per_question(
+                conversations, found.url, args.budgets, policy, args.query
+            )
     print(f"\n{report['seconds']:.0f} s in all")
     return report
 

@@ -97,16 +97,40 @@ def test_a_tiny_run_through_every_adapter(
         assert totals[adapter]["questions"] == 3 + made["questions"]
 
 
-def test_per_question_through_the_openai_session(server: Server, tmp_path: Path) -> None:
+def test_per_question_through_the_openai_session(
+    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--per-question: each of the tiny file's 3 questions asked as the latest user message,
-    recall off and on, against FIFO of the budget less the question."""
+    recall off and on, against FIFO, search alone and FIFO + slice (by hand below); and
+    the harder query, the last user message, with the question not added."""
     path, out = tmp_path / "tiny.json", tmp_path / "coverage.json"
     path.write_text(json.dumps(tiny_sample()))
     args = [str(path), "--budgets", str(BUDGET), "--url", server.url, "--adapters", "openai"]
     args += ["--per-question", "--json", str(out)]
     assert _script().main(args) == 0
-    [row] = json.loads(out.read_text())["per_question"]
-    assert row["budget"] == BUDGET and row["questions"] == 3
-    for side in ("fifo", "recall_off", "recall_on"):
-        assert 0 <= row[side] <= 3, row
-    assert row["recall_on"] >= row["recall_off"]  # (what recall adds: a share of the budget)
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())["per_question"]
+    assert report["shares"] == [0.1, 0.2, 0.3]
+    [total] = report["question"]["totals"]
+    [row] = report["question"]["conversations"]
+    assert row["conversation"] == "tiny"
+    for found in (total, row):
+        assert found["budget"] == BUDGET and found["questions"] == 3
+        # FIFO in 100 less the question's 1 token: the newest 9 turns (D2:7..D2:15), which
+        # hold D2:12 (Q1) and D2:14 (Q3). The questions ("Q1?") hold no term a turn holds:
+        # search alone takes nothing, and FIFO + slice is FIFO at every share.
+        assert (found["fifo"], found["search"], found["fifo_slice"]) == (2, 0, 2)
+        assert found["slices"] == {"0.1": 2, "0.2": 2, "0.3": 2} and found["share"] == 0.1
+        assert 0 <= found["recall_off"] <= found["recall_on"] <= 3
+    # Harder: the query "Ana says line 14" (D2:14, the last user message) in the whole
+    # 100. Its terms: "says", "line" in all 30 turns, "ana" in Ana's 15, "14" in D1:14 and
+    # D2:14. Search alone: D2:14, D1:14, then Ana's 8 newest others (D2:12 .. D2:2, D1:13,
+    # D1:11): Q1 and Q3. FIFO: D2:6..D2:15, Q1 and Q3. Each slice adds D1:14 first (then
+    # Ana's older turns), which answers nothing more.
+    [harder] = report["previous"]["totals"]
+    assert (harder["fifo"], harder["search"], harder["fifo_slice"]) == (2, 2, 2)
+    assert 0 <= harder["recall_off"] <= 3 and 0 <= harder["recall_on"] <= 3
+    for heading in ("the question as the query", "harder: the last user message as the query"):
+        assert f"Per question, through MemevictSession ({heading}" in printed
+    assert f"\n{'tiny':<16} {BUDGET:>6} {3:>4} " in printed
+    assert f"\n{'TOTAL':<16} {BUDGET:>6} {3:>4} " in printed
