@@ -269,9 +269,11 @@ RECALL_DOC = (
 )
 RECALL_K = 5  # the messages a call returns at most, by default
 RECALL_TOKENS = 1000  # the tokens of its answer at most (count_tokens), by default
+# Every answer starts with one of these (see is_recall).
+_FOUND, _NONE = "Earlier messages of this conversation ", "No earlier message of this conversation "
 RECALL_OFF = (
-    "Nothing found: searching earlier messages is off in this conversation (its adapter "
-    "was made with recall_share=0, so its messages are not indexed)."
+    f"{_NONE}can be searched: its adapter was made with recall_share=0, so its messages "
+    "are not indexed."
 )
 _QUERY_CHARS = 2000  # of a query, what is read (a query keeps 32 terms anyway)
 _SHOWN = 80  # of a query, what an answer repeats
@@ -288,6 +290,22 @@ def check_recall(k: int, max_tokens: int) -> None:
         raise BadArgument(f"k must be a whole number in [1, {MAX_SEARCH}], got {k!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 100:
         raise BadArgument(f"max_tokens must be a whole number of 100 or more, got {max_tokens!r}")
+
+
+def is_recall(message: Message) -> bool:
+    """Whether ``message`` is a call of recall_memory or its answer: not indexed (an answer
+    repeats messages that are, and a search would find it, and itself, again)."""
+    if message.kind == "function_call":
+        lines = [line for line in message.text.splitlines() if line]
+        return bool(lines) and all(line.startswith(f"{RECALL_TOOL}(") for line in lines)
+    return message.kind == "function_call_output" and message.text.startswith((_FOUND, _NONE))
+
+
+def _shown(query: str) -> str:
+    """A query as an answer repeats it: its start, quoted, an unprintable character as ?
+    (and so never a lone surrogate, which a framework could not send as JSON)."""
+    start = "".join(c if c.isprintable() else "?" for c in query[:_SHOWN])
+    return repr(start + ("..." if len(query) > _SHOWN else ""))
 
 
 def _line(message: Message) -> str:
@@ -326,8 +344,8 @@ def recall_text(
         if message is not None:
             found.append((match.memory, _line(message)))
     if not found:
-        return f"Nothing found: no earlier message of this conversation matches {shown}."
-    head = f"Earlier messages of this conversation matching {shown}, oldest first:"
+        return f"{_NONE}matches {shown}."
+    head = f"{_FOUND}matching {shown}, oldest first:"
     more = "\n({} more matches left out for length: search with other words for them)"
     left = max_tokens - count(head) - count(more.format(len(found)))
     chosen: list[tuple[Memory, str]] = []
@@ -515,7 +533,7 @@ class BaseConversation(Generic[StoreT]):
             whitelist=importance >= self.pin_at,
             tokens=tokens,
             group=entry.group,
-            terms=terms(entry.message.text) if self._wanted["index"] else (),
+            terms=terms(entry.message.text) if self._index(entry) else (),
         )
 
     def _items(self, entries: Sequence[Entry], importances: Sequence[float]) -> list[Item]:
@@ -538,6 +556,10 @@ class BaseConversation(Generic[StoreT]):
                     out.append(self._asked)
             out.append(item)
         return out
+
+    def _index(self, entry: Entry) -> bool:
+        """Whether the namespace indexes the memory of ``entry`` (see is_recall)."""
+        return bool(self._wanted["index"]) and not is_recall(entry.message)
 
     def _cost(self, entries: Iterable[Entry]) -> int:
         return sum(map(self._count, entries))
@@ -627,13 +649,13 @@ class BaseConversation(Generic[StoreT]):
     def recall_steps(self, query: str, read: Reader, k: int, max_tokens: int) -> Steps[str]:
         """The steps of :meth:`Conversation.recall_memory`."""
         text = query[:_QUERY_CHARS] if isinstance(query, str) else ""
-        shown = repr(text[:_SHOWN] + ("..." if len(text) > _SHOWN else ""))
+        shown = _shown(text)
         yield from self._settle_steps()
         if not self._wanted["index"]:
             return RECALL_OFF
         words = query_terms(text)  # (the words alone: no control character, no surrogate)
         if not words:
-            return f"Nothing found: {shown} has no word to search for; give a name or a topic."
+            return f"{_NONE}matches {shown}: it has no word to search for (give a name or a topic)."
         search = partial(self.store.search, " ".join(words), k)
         matches: list[Match] = yield from self._again(lambda: _call(search))
         return recall_text(shown, matches, read, self.count_tokens, max_tokens, self._known.order())
