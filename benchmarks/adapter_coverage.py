@@ -846,12 +846,12 @@ def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
             summed = total(results[(adapter, budget)])
             print(row("TOTAL", adapter, budget, summed))
             report["totals"].append({"adapter": adapter, "budget": budget, **summed})
-    report["seconds"] = time.perf_counter() - started
     if args.per_question:
         with server(args.url, flush=False) as found:
             report["per_question"] = per_question(
                 conversations, found.url, args.budgets, policy, args.query
             )
+    report["seconds"] = time.perf_counter() - started
     print(f"\n{report['seconds']:.0f} s in all")
     return report
 

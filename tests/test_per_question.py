@@ -137,3 +137,21 @@ def test_simulate_per_question_on_the_tiny_file(server: Server, tmp_path: Path) 
     for title in ("FIFO", "FIFO + slice", "search alone", "window", "window + recall"):
         assert f"  {title}  " in done.output
     assert "Harder: the user message before the question" in done.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--per-question", "--window", "10"], "--window is not for --per-question"),
+        (["--per-question", "--grid", "protect_s=0,1"], "--grid is not for --per-question"),
+        (["--per-question", "--max-tokens", "100"], "--max-tokens: --per-question sets it"),
+        (["--per-question", "--budgets", "100,0"], "positive token counts"),
+        (["--per-question", "--budgets", "a lot"], "positive token counts"),
+        (["--budgets", "100"], "--budgets is for --per-question"),
+        (["--per-question"], "needs questions"),  # (the single-session generator asks none)
+    ],
+)
+def test_options_that_do_not_go_with_per_question(args: list[str], message: str) -> None:
+    """Refused before any server is reached (no --url: none is started)."""
+    done = CliRunner().invoke(main, ["simulate", "--turns", "10", *args])
+    assert done.exit_code == 2 and message in done.output, done.output
