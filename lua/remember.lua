@@ -85,7 +85,8 @@ return once(p, function()
   start_writes(t, p, st)
   if gone then drop_cold(m, t) end
   if gone or not m then m = {id = id, created = now, wl = false, new = true, group = ''} end
-  local was_hot = not m.new and not m.cold
+  local new = m.new -- (not indexed: never was, or drop_cold unindexed it)
+  local was_hot = not new and not m.cold
   if was_hot then t.tokens = t.tokens - m.tokens end
   m.tokens = tokens
   lift(m, t)
@@ -100,7 +101,7 @@ return once(p, function()
   write_meta(m)
   if has_text then
     rcall('HSET', KEY.text, id, ARG.text)
-    if p.index == 1 then reindex({{id, terms}}) end
+    if p.index == 1 then reindex({{id, terms}}, new) end
   end
   local key = place(m, t, p, st)
   if moved or not was_hot then bring_group(m, p, st, t) end -- (a hot one's group is hot)

@@ -32,7 +32,7 @@
 --   write, if it was made again since or its policy changed ('' checks nothing)
 -- ARGV[3] items: 8 per item, repeated 1..100 times (a bound on the call's
 --   work): id, importance, text, has_text, whitelist, tokens, group, terms, each as
---   in remember.lua
+--   in remember.lua; the items' terms at most 256 in all (BAD_TERMS)
 --
 -- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over,
 --   over_tokens] with one score per item in order (its score right after it
@@ -65,6 +65,7 @@ for i = 3, #ARGV, 8 do
   end
 end
 if n > 100 then fail('ARITY', 'remember_many takes at most 100 items') end
+check_call_terms(terms)
 local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 for i = 1, n do check_budget(toks[i], p) end
@@ -184,14 +185,15 @@ return once(p, function()
     if last[ids[i]] == i then indexing[#indexing + 1] = {ids[i], terms[i]} end
   end
   if #indexing > 0 and p.index == 1 then
-    local kept = {}
+    local kept, new = {}, true
     for j, item in ipairs(indexing) do kept[j] = item[1] end
     local there = rcall('HMGET', KEY.meta, unpack(kept))
     kept = {}
     for j, item in ipairs(indexing) do -- (not one the batch dropped again)
       if there[j] then kept[#kept + 1] = item end
+      if raws[last[item[1]]] then new = false end -- (indexed before the batch, maybe)
     end
-    reindex(kept)
+    reindex(kept, new)
   end
   local evicted, over, over_tok = enforce(p, st, t)
   return {scores, evicted, demoted, over, over_tok}

@@ -16,7 +16,7 @@ import redis
 from memevict import BadArgument, BadTerms, Item, MemoryStore, Policy, commands
 from memevict.integrations.openai_agents import MemevictSession
 from memevict.scripts import key_name, register
-from memevict.terms import query_terms, terms
+from memevict.terms import CALL_TERMS, fitted, query_terms, terms
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -149,6 +149,47 @@ def test_bad_terms_are_refused_before_anything_is_written(client: redis.Redis) -
     assert not client.exists(key_name("bad", "terms"))
 
 
+def test_fitted_cuts_each_list_to_one_most_keeping_its_longest_terms() -> None:
+    lists = [["aa", "b", "cccc"], ["dd"], ["e", "ffffff", "gg", "hhh"]]
+    assert fitted(lists, 8) is lists  # (8 in all: nothing cut)
+    # 6: each to 2 at most (2 + 1 + 2; 3 each would be 3 + 1 + 3 = 7), the longest kept
+    # in the order met.
+    assert fitted(lists, 6) == [["aa", "cccc"], ["dd"], ["ffffff", "hhh"]]
+    assert fitted(lists, 2) == [[], [], []]  # (1 each would be 3)
+    assert fitted([["éé", "abc"]], 1) == [["éé"]]  # (longest in bytes: 4 against 3)
+
+
+def test_a_call_indexes_at_most_call_terms(client: redis.Redis) -> None:
+    store = MemoryStore(client, "cap", Policy(protect_s=0, index=1))
+    # 100 texts of 20 distinct words each: 2,000 terms, cut to 2 a memory, the longest.
+    texts = [" ".join(f"w{i}x{j}" + "z" * (j % 3) for j in range(20)) for i in range(100)]
+    store.remember_many([Item(f"m{i}", 1.0, text=t) for i, t in enumerate(texts)], now=T0)
+    postings = sum(
+        (len(v) - 4) // 4 + 64 * int.from_bytes(v[:4], "big")
+        for k, v in client.hgetall(key_name("cap", "terms")).items()
+        if k and b"\0" not in k
+    )
+    assert CALL_TERMS == 256 and postings == 200  # 2 each (3 each would be 300)
+    # m7's 2 longest: of its three 7-byte terms (w7x11zz, w7x14zz, w7x17zz) the first met.
+    assert [m.memory.id for m in store.search("w7x14zz")] == ["m7"]
+    assert store.search("w7x17zz") == [] and store.search("w7x2zz w7x0") == []  # cut
+    # Terms given are not cut: more than CALL_TERMS of them are refused, nothing written.
+    given = [Item(f"g{i}", 1.0, text="t", terms=[f"t{j}" for j in range(200)]) for i in range(3)]
+    with pytest.raises(BadTerms, match="at most 256 terms"):
+        store.remember_many(given, now=T0)
+    assert store.get("g0") is None
+    # The script refuses them too, before any write: 200 + 57.
+    call = commands.remember_many(given[:1], now=T0)
+    items = list(call.args["items"])
+    extra = items[:8]
+    extra[7] = b" ".join(f"u{j}".encode() for j in range(57))
+    before = client.hgetall(key_name("cap", "terms"))
+    with pytest.raises(redis.ResponseError, match="BAD_TERMS a call indexes at most 256"):
+        register(client).remember_many("cap", {**call.args, "items": items + extra})
+    assert client.hgetall(key_name("cap", "terms")) == before
+    assert store.get("g0") is None
+
+
 def test_the_policy_turns_the_index_on_and_off(client: redis.Redis) -> None:
     store = MemoryStore(client, "onoff", Policy(protect_s=0))  # index=0: the default
     store.remember("a", 1.0, text="the bank password is swordfish", now=T0)
@@ -279,3 +320,27 @@ def test_the_openai_session_brings_back_what_the_question_asks_about(server: Ser
     assert "my locker code is 4711, keep it" not in asyncio.run(ask(0))
     with pytest.raises(BadArgument):
         MemevictSession("x", url=server.url, recall_share=1.5)
+
+
+def test_the_adapters_send_a_long_history_in_calls_that_keep_every_term(
+    server: Server,
+) -> None:
+    """30 messages of 60 words each (1,800 terms) added at once: the session sends them in
+    calls of at most CALL_TERMS terms, so no text's terms are cut (memevict.terms.fitted)."""
+
+    async def run() -> list[list[str]]:
+        session = MemevictSession("long", url=server.url, max_tokens=100_000)
+        await session.clear_session()
+        said = [
+            {"role": "user", "content": " ".join(f"m{i}w{j}" for j in range(60))} for i in range(30)
+        ]
+        await session.add_items(said)  # type: ignore[arg-type]
+        store = MemoryStore(redis.Redis.from_url(server.url), "openai:long")
+        found = [[m.memory.id for m in store.search(f"m{i}w59")] for i in range(30)]
+        await session.clear_session()
+        await session.close()
+        return found
+
+    found = asyncio.run(run())
+    assert all(len(ids) == 1 for ids in found)  # each text's last word: indexed
+    assert len({ids[0] for ids in found}) == 30

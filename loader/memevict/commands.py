@@ -43,7 +43,7 @@ from memevict.results import (
     Window,
 )
 from memevict.scripts import Args
-from memevict.terms import MAX_TERM_BYTES, MAX_TERMS, joined, query_terms
+from memevict.terms import CALL_TERMS, MAX_TERM_BYTES, MAX_TERMS, fitted, joined, query_terms
 from memevict.terms import terms as terms_of
 
 T = TypeVar("T")
@@ -144,16 +144,30 @@ def _group(group: str | None) -> bytes:
     return raw
 
 
-def _terms(found: Sequence[str] | None, text: str | None) -> bytes:
+def _terms(found: Sequence[str] | None, text: str | None) -> bytes | list[str]:
     """The terms of a memory as the scripts take them: those of its text
-    (memevict.terms) unless given; none without text."""
+    (memevict.terms: a list, to be joined) unless given; none without text."""
     if text is None:
         if found:
             raise BadTerms("terms index a text: give text with them")
         return b""
     if found is None:
-        return joined(terms_of(text))
+        return terms_of(text)
     return _checked_terms(found, MAX_TERMS, "terms")
+
+
+def _call_terms(values: list[bytes | list[str]]) -> list[bytes]:
+    """The terms of one call's memories, joined: the terms made from texts cut to what
+    the given ones leave of CALL_TERMS (memevict.terms.fitted); BadTerms if the given ones
+    alone are more."""
+    given = sum(v.count(b" ") + 1 for v in values if isinstance(v, bytes) and v)
+    if given > CALL_TERMS:
+        raise BadTerms(
+            f"a call indexes at most {CALL_TERMS} terms, its memories' together; "
+            f"the items give {given}"
+        )
+    made = iter(fitted([v for v in values if isinstance(v, list)], CALL_TERMS - given))
+    return [v if isinstance(v, bytes) else joined(next(made)) for v in values]
 
 
 def _checked_terms(found: Sequence[str], most: int, name: str) -> bytes:
@@ -359,7 +373,7 @@ def remember(
         "group": _group(group),
         "now": _now(now),
         "seen": UNSEEN,
-        "terms": _terms(terms, text),
+        "terms": _call_terms([_terms(terms, text)])[0],
     }
     return Call("remember", args, _remembered(memory_id), _call(call_id))
 
@@ -386,6 +400,7 @@ def remember_many(
         raise BadArgument(f"remember_many takes 1..{MAX_BATCH} items, got {len(items)}")
     values: list[str | bytes] = []
     ids = []
+    found_terms: list[bytes | list[str]] = []
     for item in items:
         if isinstance(item, Item):
             memory_id, importance, text = item.id, item.importance, item.text
@@ -406,8 +421,10 @@ def remember_many(
             b"1" if whitelist else b"0",
             _tokens(tokens),
             _group(group),
-            _terms(found, text),
+            b"",  # (its terms, below)
         ]
+        found_terms.append(_terms(found, text))
+    values[7::8] = _call_terms(found_terms)
 
     def parse(reply: Sequence[Any]) -> Batch:
         scores, evicted, demoted, over, over_tokens = reply

@@ -9,7 +9,9 @@ them, so that a memory and a query meet on the same terms:
 - split on anything but letters and digits (underscores and apostrophes too);
 - words of one character and common English function words dropped;
 - each term at most 64 bytes of UTF-8 (cut at a character), each once;
-- at most 256 terms a memory (the first met) and 32 a query.
+- at most 256 terms a memory (the first met) and 32 a query;
+- at most 256 in one call, its memories' together (remember_many): where a batch's texts
+  have more, each is cut to the same most, keeping its longest terms (``fitted``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import unicodedata
 MAX_TERMS = 256
 QUERY_TERMS = 32
 MAX_TERM_BYTES = 64
+CALL_TERMS = 256  # terms one call indexes, all its memories' (lua/lib/index.lua: its work)
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -72,3 +75,21 @@ def query_terms(query: str) -> list[str]:
 def joined(found: list[str] | tuple[str, ...]) -> bytes:
     """Terms as the scripts take them: joined by single spaces."""
     return " ".join(found).encode("utf-8", "surrogateescape")
+
+
+def fitted(lists: list[list[str]], room: int) -> list[list[str]]:
+    """Term lists cut to at most ``room`` terms in all: each to the same most, the largest
+    that fits, keeping its longest terms (a long word is most often a rare one, and a rare
+    term tells a memory apart) in the order met."""
+    if sum(map(len, lists)) <= room:
+        return lists
+    most = 0
+    while sum(min(len(found), most + 1) for found in lists) <= room:
+        most += 1
+    out = []
+    for found in lists:
+        if len(found) > most:
+            kept = sorted(range(len(found)), key=lambda i: (-len(found[i].encode()), i))[:most]
+            found = [found[i] for i in sorted(kept)]
+        out.append(found)
+    return out

@@ -17,6 +17,7 @@
 local CHUNK = 64
 local MAX_TERMS = 256
 local MAX_TERM_BYTES = 64
+local CALL_TERMS = 256 -- terms indexed by one call, all its memories' together (its work)
 local MAX_ENTRY = 4294967295 -- then the index is full: memories are no longer indexed
 local LUA_ARGS = 4000 -- values passed to one command through unpack (Lua's C stack)
 
@@ -48,6 +49,17 @@ local function arg_terms(s, name)
     fail('BAD_TERMS', name .. ' holds at most ' .. MAX_TERMS .. ' terms, got ' .. #terms)
   end
   return terms
+end
+
+-- Fails unless the terms of one call's memories (lists from arg_terms) are at
+-- most CALL_TERMS in all: each costs the call 2-5 µs (docs/rules.md: bounded work).
+local function check_call_terms(lists)
+  local count = 0
+  for _, list in ipairs(lists) do count = count + #list end
+  if count > CALL_TERMS then
+    fail('BAD_TERMS', 'a call indexes at most ' .. CALL_TERMS .. ' terms in all (its ' ..
+      "memories' together), got " .. count)
+  end
 end
 
 local NO_CHUNKS = '\0\0\0\0' -- a new term's postings: no full chunk yet
@@ -88,7 +100,7 @@ end
 
 -- Marks the entries of memories ids dead (deleted, or about to be indexed again).
 local function unindex(ids)
-  if #ids == 0 or rcall('EXISTS', KEY.entry_of) == 0 then return end
+  if #ids == 0 then return end
   local entries = hmget_all(KEY.entry_of, ids)
   local dead = {}
   for _, e in ipairs(entries) do
@@ -100,27 +112,33 @@ local function unindex(ids)
 end
 
 -- Indexes memories anew: items[i] = {id, terms} (terms from arg_terms; none:
--- the memory is no longer indexed). Each gets a new entry, appended to the
--- postings of each of its terms.
-local function reindex(items)
+-- the memory is no longer indexed); new: none of the ids is indexed now (no
+-- entry to mark dead). Each gets a new entry, appended to the postings of
+-- each of its terms; the last entry given out and the postings are read in
+-- one HMGET and written in one HSET.
+local function reindex(items, new)
   local ids, count = {}, 0
   for i, item in ipairs(items) do
     ids[i] = item[1]
     if #item[2] > 0 then count = count + 1 end
   end
-  unindex(ids)
+  if not new then unindex(ids) end
   if count == 0 then return end
-  local last = tonumber(rcall('HGET', KEY.terms, '') or '0')
+  local adds, order, pairs_of = {}, {''}, {}
+  for _, item in ipairs(items) do
+    for _, term in ipairs(item[2]) do add_to(adds, order, term, item) end
+  end
+  local parts = hmget_all(KEY.terms, order)
+  local last = tonumber(parts[1] or '0')
   if last + count > MAX_ENTRY then return end
-  rcall('HSET', KEY.terms, '', last + count)
-  local adds, order, pairs_of = {}, {}, {}
+  local entry_of = {} -- item -> its entry
   for _, item in ipairs(items) do
     if #item[2] > 0 then
       last = last + 1
       local e = entry_bytes(last)
+      entry_of[item] = e
       pairs_of[#pairs_of + 1] = e
       pairs_of[#pairs_of + 1] = item[1]
-      for _, term in ipairs(item[2]) do add_to(adds, order, term, e) end
     end
   end
   local of = {}
@@ -130,17 +148,23 @@ local function reindex(items)
   end
   for _, part in ipairs(parts_of(pairs_of)) do rcall('HSET', KEY.entries, unpack(part)) end
   for _, part in ipairs(parts_of(of)) do rcall('HSET', KEY.entry_of, unpack(part)) end
-  local parts = hmget_all(KEY.terms, order)
-  local writes, size = {}, 4 + 4 * CHUNK
-  for i, term in ipairs(order) do
+  local writes, size = {'', last}, 4 + 4 * CHUNK
+  for i = 2, #order do
+    local term = order[i]
     local part, add = parts[i] or NO_CHUNKS, adds[term]
-    local new = #add == 1 and add[1] or table.concat(add)
+    local new_entries
+    if #add == 1 then
+      new_entries = entry_of[add[1]]
+    else
+      for j, item in ipairs(add) do add[j] = entry_of[item] end
+      new_entries = table.concat(add)
+    end
     local value
-    if #part + #new <= size then -- (the usual case: one string made)
-      value = part .. new
+    if #part + #new_entries <= size then -- (the usual case: one string made)
+      value = part .. new_entries
     else -- the oldest CHUNK entries become a full chunk, as many times as needed
       local full = struct.unpack('>I4', part)
-      local body = string.sub(part, 5) .. new
+      local body = string.sub(part, 5) .. new_entries
       while #body > size - 4 do
         full = full + 1
         writes[#writes + 1] = term .. '\0' .. full

@@ -32,7 +32,7 @@ from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
 from memevict.results import Context, Match, Memory
 from memevict.store import MemoryStore
-from memevict.terms import query_terms, terms
+from memevict.terms import CALL_TERMS, query_terms, terms
 
 TokenCounter = Callable[[str], int]
 # Called with the namespace when an adapter finds it lost (see BaseConversation._lost).
@@ -174,8 +174,19 @@ class Entry:
 
 
 def _batches(items: Sequence[Item]) -> Iterable[Sequence[Item]]:
-    for start in range(0, len(items), MAX_BATCH):
-        yield items[start : start + MAX_BATCH]
+    """``items`` in calls of at most MAX_BATCH items and CALL_TERMS terms (a call with
+    more would cut its texts' terms: memevict.terms.fitted)."""
+    batch: list[Item] = []
+    count = 0
+    for item in items:
+        found = len(item.terms or ())
+        if batch and (len(batch) == MAX_BATCH or count + found > CALL_TERMS):
+            yield batch
+            batch, count = [], 0
+        batch.append(item)
+        count += found
+    if batch:
+        yield batch
 
 
 def with_groups(entries: Sequence[Entry], chosen: Container[int]) -> list[Entry]:
