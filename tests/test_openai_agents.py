@@ -332,3 +332,38 @@ def test_loads_all_reads_each_text_as_its_own_item() -> None:
     with pytest.raises(json.JSONDecodeError):
         loads_all([texts[0], '{"cut'])
     assert loads_all(["[1]", texts[1]]) == [[1], items[1]]  # (not an object: read alone)
+
+
+def test_runner_run_recalls_by_the_new_input_with_the_session_input_callback(
+    server: Server,
+) -> None:
+    """Runner.run reads get_items() before it adds its input: the session then recalls
+    nothing (the latest user message is answered), and with
+    RunConfig(session_input_callback=session.recall_input) it recalls what the run's input
+    asks about, within max_tokens."""
+    code = "my locker code is 4711, keep it"
+
+    async def ask(callback: bool) -> list[dict[str, Any]]:
+        model = ScriptedModel()
+        agent = Agent(name="clerk", instructions="You are a clerk.", model=model)
+        session = MemevictSession(f"runner-{callback}", url=server.url, max_tokens=150)
+        await session.clear_session()
+        config = RunConfig(
+            tracing_disabled=True,
+            session_input_callback=session.recall_input if callback else None,
+        )
+        await Runner.run(agent, code, session=session, run_config=config)
+        for i in range(30):
+            said = f"let us chat about the weather, part {i}"
+            await Runner.run(agent, said, session=session, run_config=config)
+        await Runner.run(agent, "What is my locker code?", session=session, run_config=config)
+        await session.clear_session()
+        await session.close()
+        sent = model.inputs[-1]
+        assert sent[-1]["content"] == "What is my locker code?"
+        return sent
+
+    assert code not in [i.get("content") for i in asyncio.run(ask(False))]
+    sent = asyncio.run(ask(True))
+    assert code in [i.get("content") for i in sent]
+    assert sum(_tokens(i) for i in sent) <= 150  # (the input counted: not so without)

@@ -703,13 +703,16 @@ class BaseConversation(Generic[StoreT]):
         self._known.add(entries)
 
     def _context_steps(
-        self, budget: int | None, first: Sequence[Entry]
+        self, budget: int | None, first: Sequence[Entry], asking: bool = False
     ) -> Steps[tuple[Context, bool]]:
         """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
         tier, with what matches the latest user message of ``first`` in its share of the
-        budget (Settings.recall_share), and whether the namespace was lost since the last."""
+        budget (Settings.recall_share), and whether the namespace was lost since the last.
+        ``asking``: only if that message is the last of ``first`` (not answered yet)."""
         skip = _skip(first)
         asked = [e.message.text for e in first if e.message.role == "user"]
+        if asking and not (first and first[-1].message.role == "user"):
+            asked = []
         share = self.settings.recall_share
         query = asked[-1] if asked and share != 0 and self._wanted["index"] else None
         window: Context = yield from self._again(
@@ -718,15 +721,15 @@ class BaseConversation(Generic[StoreT]):
         return window, self._lost(window)
 
     def _window_steps(
-        self, tail: Sequence[Entry], recent: Sequence[Entry]
+        self, tail: Sequence[Entry], recent: Sequence[Entry], asking: bool = False
     ) -> Steps[list[tuple[str, str]]]:
         yield from self._settle_steps()
         first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
             return _compose(None, first)
-        window, lost = yield from self._context_steps(budget, first)
+        window, lost = yield from self._context_steps(budget, first, asking)
         if lost and recent:  # (what this process held is not stored: not sent either)
-            return (yield from self._window_steps(tail, ()))
+            return (yield from self._window_steps(tail, (), asking))
         return _compose(window, first)
 
     def turn_steps(
@@ -821,12 +824,14 @@ class Conversation(BaseConversation[MemoryStore]):
         return run_steps(self.recall_steps(query, read, k, max_tokens))
 
     def window(
-        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
+        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = (), *, asking: bool = False
     ) -> list[tuple[str, str]]:
         """The prompt's items as (id, stored text), in time order: the window of the hot
         tier within what ``tail`` (the current turn, always sent) and the ``recent``
-        entries that fit (what was just said, newest first) leave of max_tokens."""
-        return run_steps(self._window_steps(tail, recent))
+        entries that fit (what was just said, newest first) leave of max_tokens, with what
+        matches the latest user message among them (``asking``: only if nothing follows
+        it: a message answered already asks nothing more)."""
+        return run_steps(self._window_steps(tail, recent, asking))
 
     def turn(
         self,
@@ -874,10 +879,10 @@ class AsyncConversation(BaseConversation[AsyncMemoryStore]):
         return await arun_steps(self.recall_steps(query, read, k, max_tokens))
 
     async def window(
-        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = ()
+        self, tail: Sequence[Entry] = (), recent: Sequence[Entry] = (), *, asking: bool = False
     ) -> list[tuple[str, str]]:
         """See :meth:`Conversation.window`."""
-        return await arun_steps(self._window_steps(tail, recent))
+        return await arun_steps(self._window_steps(tail, recent, asking))
 
     async def turn(
         self,

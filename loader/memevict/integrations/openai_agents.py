@@ -300,8 +300,11 @@ class MemevictSession:
         return cls(session_id, url=url, **kwargs)
 
     async def _window(self) -> list[tuple[str, str]]:
+        # Recall only for a question not answered yet: Runner.run reads get_items() before
+        # it adds the run's input, when the latest user message is the last run's, answered
+        # (what matches it then only takes budget from the window: RESULTS.md).
         recent = recent_of(self._added, self.recent)
-        return await self.conversation.window(recent=recent)
+        return await self.conversation.window(recent=recent, asking=True)
 
     def _items(self, window: Sequence[tuple[str, str]]) -> list[Item]:
         items, foreign = items_of(window)
@@ -315,6 +318,21 @@ class MemevictSession:
             self._turn, self._turn_first = (self._head, self._open_group), None
         items = self._items(await self._window())
         return whole_calls(items) if limit is None else whole_tail(items, limit)
+
+    async def recall_input(self, history: list[Item], new_input: list[Item]) -> list[Item]:
+        """A ``session_input_callback`` for the SDK's ``RunConfig``, for recall through
+        ``Runner.run``: the run reads :meth:`get_items` before it knows its input, so the
+        window is read again with the input as the current turn: its latest user message is
+        the query, and its tokens come out of ``max_tokens``. Returns that window, then
+        ``new_input`` itself (the run stores it, as without the callback). One more read of
+        the store a run; ``recall_share=0``: ``history + new_input``, no read."""
+        if not new_input or self.conversation.settings.recall_share == 0:
+            return history + new_input
+        tail, _ = entries_of(new_input, self._open_group, self._head)
+        recent = recent_of(self._added, self.recent)
+        window = await self.conversation.window(tail, recent)
+        ids = {e.id for e in tail}
+        return whole_calls(self._items([w for w in window if w[0] not in ids])) + new_input
 
     async def add_items(self, items: list[Item]) -> None:
         """Remembers new items, evicting to the token budget (an item over the whole budget
