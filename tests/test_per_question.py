@@ -16,6 +16,13 @@ from memevict import MemoryStore
 from memevict.cli import main
 from memevict.integrations._conversation import conversation_policy
 from memevict.simulate.baselines import fifo, fifo_slice, relevance, search_alone
+from memevict.simulate.recall_on_read import (
+    during_schedule,
+    recall_on_read,
+    recall_on_read_json,
+    recall_on_read_table,
+)
+from memevict.simulate.transcript import MemoryTurn, Question, Transcript
 from tests.locomo_fixture import tiny_sample
 from tests.servers import Server
 
@@ -148,6 +155,7 @@ def test_simulate_per_question_on_the_tiny_file(server: Server, tmp_path: Path) 
         (["--per-question", "--budgets", "100,0"], "positive token counts"),
         (["--per-question", "--budgets", "a lot"], "positive token counts"),
         (["--budgets", "100"], "--budgets is for --per-question"),
+        (["--recall-on-read"], "--recall-on-read is for --per-question"),
         (["--per-question"], "needs questions"),  # (the single-session generator asks none)
     ],
 )
@@ -155,3 +163,82 @@ def test_options_that_do_not_go_with_per_question(args: list[str], message: str)
     """Refused before any server is reached (no --url: none is started)."""
     done = CliRunner().invoke(main, ["simulate", "--turns", "10", *args])
     assert done.exit_code == 2 and message in done.output, done.output
+
+
+# -- recall on read (issue 39): A, context(query) read-only, against B, recalling ----------
+
+T0 = 1_700_000_000_000
+
+
+def _turn(n: int, text: str, session: str = "1") -> MemoryTurn:
+    role = "user" if n % 2 == 1 else "assistant"
+    return MemoryTurn(f"t{n}", 0.5, T0 + n * 1000, text, role=role, session=session)
+
+
+def _filler(n: int) -> str:
+    return " ".join(f"w{n}x{j}" for j in range(10))  # 10 terms no other turn holds
+
+
+def test_during_schedule_asks_after_the_evidence_session_or_when_the_transcript_does() -> None:
+    events = [_turn(n, _filler(n), "1" if n <= 3 else "2") for n in range(1, 7)]
+    questions = (
+        Question("a?", ("t2",)),  # session 1 ends with t3 (event 2)
+        Question("b?", ("t1", "t5")),  # the latest evidence, t5, is in session 2: the end
+        Question("c?", ("t1",), at=T0 + 4000),  # asked when the transcript asks: after t4
+        Question("d?", ("nobody",)),  # no evidence said: at the end
+    )
+    found = during_schedule(Transcript(tuple(events), "hand", questions))
+    assert found == {2: [0], 3: [2], 5: [1, 3]}
+
+
+def test_recall_on_read_recalls_what_a_read_brought_and_b_keeps_it_hot(
+    client: redis.Redis,
+) -> None:
+    """60 tokens (a word a token): the hot tier holds the 6 newest 10-word turns, so t1,
+    the kayak trip, is cold long before t21 (a user message) asks about it. The read for
+    t21 brings t1 back on both sides (the query matches it); only B recalls it, so it is
+    hot and fresh for the question after t23, whose words ("Q?") match nothing: B's plain
+    window and B's context for the question hold t1, A's do not."""
+    kayak = "we planned a kayak trip to norway in june together"
+    turns = [_turn(1, kayak)] + [_turn(n, _filler(n)) for n in range(2, 21)]
+    turns += [_turn(21, "remember the kayak trip to norway we talked about then")]
+    turns += [_turn(n, _filler(n)) for n in (22, 23)]
+    question = Question("Q?", ("t1",), at=T0 + 23_000)
+    transcript = Transcript(tuple(turns), "hand", (question,))
+    results = recall_on_read(client, transcript, [60], tokens_of=words, prefix="ror")
+    assert [(r.budget, r.placement) for r in results] == [(60, "during"), (60, "end")]
+    for r in results:
+        a, b = r.sides["read_only"], r.sides["recall"]
+        assert (a.asked, b.asked) == ((False,), (True,))
+        assert (a.plain, b.plain) == ((False,), (True,))
+        # 12 user turns' reads and the question; B recalled t1, once
+        assert a.reads == b.reads == 13 and (a.recalls, b.recalls) == (0, 1)
+        assert a.recall_usec == 0 < b.recall_usec and a.read_usec > 0
+        assert a.exchanges == b.exchanges == 11  # (t1's read has no turn before it)
+    assert results[1].sides["recall"].recent_after is not None
+    found = recall_on_read_json(results)["totals"]["during"]["60"]
+    assert (found["gains"], found["losses"], found["questions"]) == (1, 0, 1)
+    assert not client.keys("ror-*")  # cleared after
+    table = recall_on_read_table(results)
+    assert "the question as the query" in table and "+100.0" in table
+
+
+def test_simulate_recall_on_read_on_the_tiny_file(server: Server, tmp_path: Path) -> None:
+    """The command: both placements, both sides, the totals and each transcript's counts.
+    The tiny file's questions ("Q1?") hold no term: asking them recalls nothing."""
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_sample()))
+    args = ["--url", server.url, "simulate", "--transcript", str(path), "--label", "rules"]
+    args += ["--per-question", "--recall-on-read", "--budgets", "100"]
+    done = CliRunner().invoke(main, [*args, "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)["recall_on_read"]
+    for placement in ("during", "end"):
+        entry = report["totals"][placement]["100"]
+        assert entry["questions"] == 3 and entry["transcripts"] == 1
+        assert entry["read_only"]["recalls"] == 0 and entry["read_only"]["reads"] > 0
+    assert len(report["transcripts"]) == 2
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    assert "3 questions asked during the conversation" in done.output
+    assert "recall calls a read" in done.output

@@ -1020,6 +1020,13 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     "the window with recall; the question as the query, then the user message before it.",
 )
 @click.option(
+    "--recall-on-read",
+    is_flag=True,
+    help="With --per-question, instead: the window with recall read-only (A) against it "
+    "recalling what each read's query brought (B), side by side, the questions asked during "
+    "the conversation and at the end; coverage, recency and server time (docs/simulate.md).",
+)
+@click.option(
     "--budgets",
     default="2000,5000,10000",
     show_default=True,
@@ -1050,6 +1057,7 @@ def simulate(
     policy_list: str | None,
     labeler_spec: str | None,
     per_question: bool,
+    recall_on_read: bool,
     budgets: str,
     as_json: bool,
     plot_file: str | None,
@@ -1097,6 +1105,8 @@ def simulate(
         budget_list = _per_question_budgets(budgets, given, fields)
     elif given("budgets"):
         raise click.UsageError("--budgets is for --per-question")
+    if recall_on_read and not per_question:
+        raise click.UsageError("--recall-on-read is for --per-question")
     if "memevict" not in chosen and (grid or fields):
         raise click.UsageError("--grid and memevict's fields need memevict in --policies")
     try:
@@ -1137,7 +1147,8 @@ def simulate(
                 "pass --label rules or a labeler's dotted path"
             )
     if per_question:
-        _emit_per_question(ctx.obj["url"], transcripts, budget_list, fields, as_json)
+        emit = _emit_recall_on_read if recall_on_read else _emit_per_question
+        emit(ctx.obj["url"], transcripts, budget_list, fields, as_json)
         return
     if (
         policy_list is not None
@@ -1224,6 +1235,31 @@ def _emit_per_question(
         raise click.UsageError(str(error)) from None
     data = {"budgets": budgets, "per_question": per_question_json(results)}
     _emit(data, as_json, lambda: per_question_table(results, lambda s: Path(s).name))
+
+
+def _emit_recall_on_read(
+    url: str | None,
+    transcripts: list[Transcript],
+    budgets: list[int],
+    fields: dict[str, Any],
+    as_json: bool,
+) -> None:
+    """--per-question --recall-on-read: A against B on the server, the table or JSON."""
+    from memevict.simulate.recall_on_read import (
+        recall_on_read,
+        recall_on_read_json,
+        recall_on_read_table,
+    )
+
+    if not any(t.questions for t in transcripts):
+        raise click.UsageError("--per-question needs questions: no transcript asks any")
+    try:
+        with connect(url) as client:
+            results = [r for t in transcripts for r in recall_on_read(client, t, budgets, fields)]
+    except BadPolicy as error:
+        raise click.UsageError(str(error)) from None
+    data = {"budgets": budgets, "recall_on_read": recall_on_read_json(results)}
+    _emit(data, as_json, lambda: recall_on_read_table(results))
 
 
 def _read(path: str, turn_ms: int) -> list[Transcript]:
