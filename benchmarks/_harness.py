@@ -213,19 +213,24 @@ def server_us(client: redis.Redis, run: Callable[[], object], calls: int) -> flo
 def script_rounds(
     client: redis.Redis,
     shas: Mapping[str, str],
-    keys: Sequence[str],
-    cases: Mapping[str, Sequence[str]],
+    keys: Sequence[str] | Mapping[str, Sequence[str]],
+    cases: Mapping[str, Sequence[str] | Mapping[str, Sequence[str]]],
     *,
     rounds: int,
     calls: int,
 ) -> dict[str, dict[str, list[float]]]:
     """EVALSHA of each side's script (side -> SHA), ``calls`` times per case (case ->
-    ARGV) a round, the sides interleaved: server µs per call by side, case and round."""
+    ARGV) a round, the sides interleaved: server µs per call by side, case and round.
+    Sides whose scripts take other KEYS or ARGV give them by side (side -> KEYS, and
+    case -> side -> ARGV)."""
 
     def run(side: str, _: int) -> dict[str, float]:
-        def send(argv: Sequence[str]) -> None:
+        sent = keys[side] if isinstance(keys, Mapping) else keys
+
+        def send(argv: Sequence[str] | Mapping[str, Sequence[str]]) -> None:
+            values = argv[side] if isinstance(argv, Mapping) else argv
             for _ in range(calls):
-                client.evalsha(shas[side], len(keys), *keys, *argv)
+                client.evalsha(shas[side], len(sent), *sent, *values)
 
         return {case: server_us(client, partial(send, argv), calls) for case, argv in cases.items()}
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -281,14 +281,24 @@ def compare(
     budget; over all budgets, A's and B's median µs per call and B / A paired by round."""
     specs = {"A": script_at(base, "window"), "B": script_at(None, "window")}
     shas = {side: client.script_load(spec.source) for side, spec in specs.items()}
-    keys = specs["B"].key_names(NAMESPACE)
+    keys = {side: spec.key_names(NAMESPACE) for side, spec in specs.items()}
     seconds, micros = client.time()
     now = str(seconds * 1000 + micros // 1000)  # one now for both: the same scores
+
+    def argv(side: str, budget: str, at: str) -> list[str]:
+        """The side's ARGV by name (a revision before the query's takes no terms)."""
+        values = {"budget": budget, "now": at, "terms": "", "share": ""}
+        return [str(v) for v in specs[side].argv({n: values[n] for n in specs[side].args})]
+
     replies = {
-        budget: [client.evalsha(sha, len(keys), *keys, budget, now) for sha in shas.values()]
+        budget: [
+            client.evalsha(shas[s], len(keys[s]), *keys[s], *argv(s, budget, now))[:4] for s in shas
+        ]
         for budget in budgets
     }
-    cases = {budget: (budget, "") for budget in budgets}
+    cases: dict[str, Sequence[str] | Mapping[str, Sequence[str]]] = {
+        budget: {side: argv(side, budget, "") for side in shas} for budget in budgets
+    }
     us = script_rounds(client, shas, keys, cases, rounds=rounds, calls=calls)
     rows = [
         Row(

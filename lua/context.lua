@@ -50,49 +50,14 @@ check_call()
 local budget = math.huge
 if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
 local now = arg_now(ARG.now)
-local terms = arg_terms(ARG.terms, 'terms')
-if #terms > QUERY_TERMS then
-  fail('BAD_TERMS', 'a query holds at most ' .. QUERY_TERMS .. ' terms, got ' .. #terms)
-end
-local share = 0
-if ARG.share ~= '' then
-  share = decimal(ARG.share)
-  if share == nil or share < 0 or share > 1 then
-    fail('BAD_ARG', 'share must be a number in [0, 1], got ' .. string.sub(ARG.share, 1, 64))
-  end
-end
+local terms, share = arg_query(ARG.terms, ARG.share)
 if #ARGV > 104 then fail('ARITY', 'context takes at most 100 ids to skip') end
 local skip = {}
 for i = 5, #ARGV do skip[arg_id(ARGV[i])] = true end
 local p, st = load_policy()
 now = namespace_now(now, st)
 
-local share_of = 0
-if #terms > 0 and budget ~= math.huge and p.index == 1 then share_of = math.floor(budget * share) end
-if share_of > 0 and select(2, query_terms_found(terms)) < MIN_RELEVANCE then
-  share_of = 0 -- (no memory can match well enough: the plain window, one choice)
-end
-local taken, total, size = choose_window(budget - share_of, now, p, st, skip, true)
-local recalled, left = {}, size - #taken
-if share_of > 0 then
-  local used
-  recalled, used = recalled_by(terms, share_of, p, taken, skip)
-  local hot = 0
-  for _, m in ipairs(recalled) do
-    if not m.cold then hot = hot + 1 end
-  end
-  left = left - hot
-  if used < share_of and left > 0 then -- (the window takes what the query left)
-    local aside = {}
-    for id in pairs(skip) do aside[id] = true end
-    for _, m in ipairs(recalled) do aside[m.id] = true end
-    taken, total, size = choose_window(budget - used, now, p, st, aside, true)
-    left = size - #taken
-  end
-  for _, m in ipairs(recalled) do taken[#taken + 1] = m end
-  total = total + used
-  if #recalled > 0 then in_time_order(taken) end
-end
+local taken, total, left, recalled = query_window(budget, terms, share, now, p, st, skip)
 local ids, brought = {}, {}
 for i, m in ipairs(taken) do ids[i] = m.id end
 for i, m in ipairs(recalled) do brought[i] = m.id end

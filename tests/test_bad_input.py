@@ -169,7 +169,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "search": {"query": "Tea?", "k": 3, "tier": "all", "now": LATER},
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
-    "window": {"tokens": 10, "now": LATER},
+    "window": {"tokens": 10, "query": "tea", "share": 0.5, "now": LATER},
     "context": {
         "tokens": 10,
         "skip": ["a", "nope"],

@@ -16,7 +16,7 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from memevict import MemoryStore, PermissionDenied, Policy
+from memevict import Item, MemoryStore, PermissionDenied, Policy
 from memevict.cli import main
 from memevict.functions import library
 from memevict.results import Memory, ScanPage
@@ -70,6 +70,28 @@ def test_search_finds_by_terms_once_the_policy_indexes(server: Server) -> None:
     code, out = run(server, "search", "rex")
     assert code == 0 and out.split()[1] == "dog", out
     assert run(server, "search", "rex", "-k", "101")[0] != 0  # (BadArgument, one line)
+
+
+def test_window_with_a_query_brings_back_an_evicted_match(
+    server: Server, client: redis.Redis
+) -> None:
+    assert run(server, "policy", "--index", "1", "--max-hot", "2", "--protect-s", "0")[0] == 0
+    run(server, "remember", "pw", "-i", "1", "--text", "the password is swordfish")
+    run(server, "remember", "dog", "-i", "5", "--text", "my dog Rex")
+    run(server, "remember", "cat", "-i", "5", "--text", "my cat Tom")  # (pw goes cold)
+    # 20 more in the cold tier: "password" is rare enough to match (relevance >= 2.5).
+    store = MemoryStore(client, "cli")
+    store.remember_many([Item(f"x{i}", 0.1, text=f"note {i}") for i in range(20)])
+    code, out = run(server, "window", "--tokens", "4")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[:-1]] == ["dog", "cat"]
+    code, out = run(server, "window", "--tokens", "4", "--query", "the password?", "--share", "0.5")
+    *lines, summary = out.splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == ["*", "dog", "cat"], out
+    assert lines[0].split()[1] == "pw"
+    assert summary.endswith("; 1 brought by the query"), out
+    code, out = run(server, "window", "--tokens", "4", "--query", "password", "--json")
+    assert code == 0 and json.loads(out)["recalled"] == ["pw"], out
+    assert run(server, "window", "--tokens", "4", "--query", "x", "--share", "2")[0] != 0
 
 
 def test_policy_show_and_set(server: Server, client: redis.Redis) -> None:

@@ -279,6 +279,21 @@ def test_a_query_brings_the_best_matches_the_window_left_out(client: redis.Redis
     assert store.context(query="password", now=T0 + 50).recalled == ()
 
 
+def test_a_window_with_a_query_takes_what_context_takes(client: redis.Redis) -> None:
+    """window(query=...) chooses as context(query=...) does, and returns the memories
+    whole: a recalled cold one with its tier and its score as get gives it."""
+    store = _context_store(client, "win", index=1)
+    for query, share in (("what was the password?", 0.5), ("the vault code", 0.5), ("", 0.5)):
+        got = store.window(100, query=query, share=share, now=T0 + 50)
+        same = store.context(100, query=query, share=share, now=T0 + 50)
+        assert [m.id for m in got] == [id for id, _ in same] and got.recalled == same.recalled
+        assert (got.tokens, got.left) == (same.tokens, same.left)
+    got = store.window(100, query="what was the password?", share=0.5, now=T0 + 50)
+    pw = next(m for m in got if m.id == "pw")
+    assert pw == store.get("pw", now=T0 + 50) and pw.tier == "cold"
+    assert store.window(100, now=T0 + 50).recalled == ()
+
+
 def test_a_query_finds_nothing_without_the_index(client: redis.Redis) -> None:
     store = _context_store(client, "noindex")
     plain = store.context(100, now=T0 + 50)

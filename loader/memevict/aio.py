@@ -384,9 +384,16 @@ class AsyncMemoryStore(StoreBase):
         """Counts of hot, cold, whitelisted and protected memories."""
         return await self._run(commands.stats(now=now))
 
-    async def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
+    async def window(
+        self,
+        tokens: int | None = None,
+        *,
+        query: str | None = None,
+        share: float | None = None,
+        now: int | None = None,
+    ) -> Window:
         """As :meth:`MemoryStore.window`."""
-        return await self._run(commands.window(tokens, now=now))
+        return await self._run(commands.window(tokens, now=now, query=query, share=share))
 
     async def context(
         self,

@@ -476,20 +476,45 @@ def search(
     help="Token budget: the highest-ranked memories and whole groups that fit "
     "(default: every hot memory).",
 )
+@click.option(
+    "--query",
+    default=None,
+    help="With --tokens, in a namespace whose policy has index 1: the memories that best "
+    "match it that the window would not take (cold ones too) fill --share of the budget.",
+)
+@click.option(
+    "--share",
+    default=None,
+    type=float,
+    help="The part of the budget --query fills, 0 to 1 (default: about 1,000 tokens, "
+    "at most half).",
+)
 @now_option
 @json_option
 @click.pass_context
-def window(ctx: click.Context, tokens: int | None, now: int | None, as_json: bool) -> None:
+def window(
+    ctx: click.Context,
+    tokens: int | None,
+    query: str | None,
+    share: float | None,
+    now: int | None,
+    as_json: bool,
+) -> None:
     """The hot memories for a prompt, in the order first remembered, with their
-    text (without --tokens, at most 400), then their total tokens and how many were left out."""
+    text (without --tokens, at most 400), then their total tokens and how many were left out;
+    with --query, the memories it brought back are marked with a *. Recalls nothing."""
     with _store(ctx, read=True) as store:
-        w = store.window(tokens, now=now)
-    _emit(w, as_json, lambda: "\n".join([*map(_memory_line, w), _window_line(w, tokens)]))
+        w = store.window(tokens, query=query, share=share, now=now)
+    lines = [("* " if m.id in w.recalled else "") + _memory_line(m) for m in w]
+    _emit(w, as_json, lambda: "\n".join([*lines, _window_line(w, tokens)]))
 
 
 def _window_line(w: Window, budget: int | None) -> str:
     of = f" of {budget}" if budget is not None else ""
-    return f"window: {len(w)} memories, {w.tokens}{of} tokens; {w.left} hot memories left out"
+    brought = f"; {len(w.recalled)} brought by the query" if w.recalled else ""
+    return (
+        f"window: {len(w)} memories, {w.tokens}{of} tokens; {w.left} hot memories left out{brought}"
+    )
 
 
 @main.command()

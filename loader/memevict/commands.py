@@ -539,12 +539,21 @@ def _budget(tokens: int | None) -> str:
     return str(tokens)
 
 
-def window(tokens: int | None, *, now: int | None) -> Call[Window]:
+def window(
+    tokens: int | None, *, now: int | None, query: str | None = None, share: float | None = None
+) -> Call[Window]:
     def parse(reply: Sequence[Any]) -> Window:
-        memories, total, left, epoch = reply
-        return Window(tuple(_memory(m) for m in memories), int(total), int(left), int(epoch))
+        memories, total, left, epoch, recalled = reply
+        return Window(
+            tuple(_memory(m) for m in memories),
+            int(total),
+            int(left),
+            int(epoch),
+            tuple(_texts(recalled)),
+        )
 
-    return Call("window", {"budget": _budget(tokens), "now": _now(now)}, parse)
+    args: Args = {"budget": _budget(tokens), "now": _now(now)}
+    return Call("window", {**args, **_query(tokens, query, share)}, parse)
 
 
 def recall_share(tokens: int) -> float:
@@ -552,6 +561,21 @@ def recall_share(tokens: int) -> float:
     most half (0.5 at 2,000 tokens, 0.2 at 5,000, 0.1 at 10,000: the best shares
     measured on real conversations, issue 39)."""
     return min(0.5, 1000 / tokens)
+
+
+def _query(tokens: int | None, query: str | None, share: float | None) -> Args:
+    """A query's arguments (window, context): its terms and its share of ``tokens``
+    (None: recall_share's)."""
+    found = b""
+    if query is not None:
+        _utf8(query, "query", BadArgument)
+        found = joined(query_terms(query))
+    if share is None:
+        share = recall_share(tokens) if query is not None and tokens else 0.0
+    x = finite_number(share)
+    if x is None or not 0 <= x <= 1:
+        raise BadArgument(f"share must be a number in [0, 1], got {share!r}")
+    return {"terms": found, "share": repr(x)}
 
 
 def context(
@@ -567,23 +591,13 @@ def context(
     if len(skip) > MAX_SKIP:
         raise BadArgument(f"context skips at most {MAX_SKIP} ids, got {len(skip)}")
     left_out = [_id(id) for id in skip]
-    budget = _budget(tokens)
-    found = b""
-    if query is not None:
-        _utf8(query, "query", BadArgument)
-        found = joined(query_terms(query))
-    if share is None:
-        share = recall_share(tokens) if query is not None and tokens else 0.0
-    x = finite_number(share)
-    if x is None or not 0 <= x <= 1:
-        raise BadArgument(f"share must be a number in [0, 1], got {share!r}")
 
     def parse(reply: Sequence[Any]) -> Context:
         ids, texts, total, left, epoch, recalled = reply
         items = tuple(zip(_texts(ids), _texts(texts), strict=True))
         return Context(items, int(total), int(left), int(epoch), tuple(_texts(recalled)))
 
-    args: Args = {"budget": budget, "now": _now(now), "terms": found, "share": repr(x)}
+    args: Args = {"budget": _budget(tokens), "now": _now(now), **_query(tokens, query, share)}
     return Call("context", {**args, "skip": left_out}, parse)
 
 

@@ -112,12 +112,14 @@ class Window:
     were first remembered; ``tokens`` their total, ``left`` the hot memories
     not in the window; ``epoch`` the ms at which the namespace began, which changes
     only when it is created again after its keys were lost (FLUSHDB, idle_ttl_s, a
-    restart without persistence). Iterating it iterates ``memories``."""
+    restart without persistence); ``recalled``: the ids of the memories a query
+    brought (its share of the budget). Iterating it iterates ``memories``."""
 
     memories: tuple[Memory, ...]
     tokens: int
     left: int
     epoch: int = 0
+    recalled: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[Memory]:
         return iter(self.memories)

@@ -716,11 +716,20 @@ class MemoryStore(StoreBase):
         """Counts of hot, cold, whitelisted and protected memories."""
         return self._run(commands.stats(now=now))
 
-    def window(self, tokens: int | None = None, *, now: int | None = None) -> Window:
+    def window(
+        self,
+        tokens: int | None = None,
+        *,
+        query: str | None = None,
+        share: float | None = None,
+        now: int | None = None,
+    ) -> Window:
         """The hot memories for a prompt, in the order first remembered, with
         text; with ``tokens``, the highest-ranked that fit in that many tokens,
-        whole groups only (without ``tokens``, at most 400 memories)."""
-        return self._run(commands.window(tokens, now=now))
+        whole groups only (without ``tokens``, at most 400 memories). With a
+        ``query``, ``share`` of ``tokens`` goes to the best matches the window
+        would not take, as in :meth:`context` (``recalled`` names them)."""
+        return self._run(commands.window(tokens, now=now, query=query, share=share))
 
     def context(
         self,

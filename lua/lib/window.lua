@@ -320,3 +320,59 @@ local function recalled_by(terms, budget, p, taken, skip)
   return out, used
 end
 
+
+-- The query's arguments (context.lua, window.lua): its terms (at most
+-- QUERY_TERMS) and its share of the budget, a decimal in [0, 1] ('' = 0).
+local function arg_query(terms_arg, share_arg)
+  local terms = arg_terms(terms_arg, 'terms')
+  if #terms > QUERY_TERMS then
+    fail('BAD_TERMS', 'a query holds at most ' .. QUERY_TERMS .. ' terms, got ' .. #terms)
+  end
+  local share = 0
+  if share_arg ~= '' then
+    share = decimal(share_arg)
+    if share == nil or share < 0 or share > 1 then
+      fail('BAD_ARG', 'share must be a number in [0, 1], got ' .. string.sub(share_arg, 1, 64))
+    end
+  end
+  return terms, share
+end
+
+-- The window of budget with a query's share: the window takes budget less the
+-- share, the query's matches it did not take fill the share (recalled_by), and
+-- what they leave goes back to the window; in the order first remembered.
+-- Returns the memories, their tokens, the hot memories left out (neither taken
+-- nor skipped) and the memories the query brought. No query or no share (or
+-- none able to match well enough): the plain window.
+local function query_window(budget, terms, share, now, p, st, skip, need_score)
+  local share_of = 0
+  if #terms > 0 and budget ~= math.huge and p.index == 1 then share_of = math.floor(budget * share) end
+  if share_of > 0 and select(2, query_terms_found(terms)) < MIN_RELEVANCE then
+    share_of = 0 -- (no memory can match well enough: the plain window, one choice)
+  end
+  local taken, total, size = choose_window(budget - share_of, now, p, st, skip, not need_score)
+  local recalled, left = {}, size - #taken
+  if share_of > 0 then
+    local used
+    recalled, used = recalled_by(terms, share_of, p, taken, skip)
+    local hot = 0
+    for _, m in ipairs(recalled) do
+      if not m.cold then hot = hot + 1 end
+    end
+    left = left - hot
+    if used < share_of and left > 0 then -- (the window takes what the query left)
+      local aside = {}
+      for id in pairs(skip) do aside[id] = true end
+      for _, m in ipairs(recalled) do aside[m.id] = true end
+      taken, total, size = choose_window(budget - used, now, p, st, aside, not need_score)
+      left = size - #taken
+    end
+    for _, m in ipairs(recalled) do
+      if need_score then m.score = reported(m, ln_score(m, now, p, st), p) end
+      taken[#taken + 1] = m
+    end
+    total = total + used
+    if #recalled > 0 then in_time_order(taken) end
+  end
+  return taken, total, left, recalled
+end
