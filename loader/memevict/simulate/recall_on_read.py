@@ -386,7 +386,7 @@ def recall_on_read_table(results: Sequence[RecallOnRead]) -> str:
     lines = [
         "Recall on read: A, context(query=...) read-only (the store's behaviour); B, what "
         f"each read's query brought recalled (hot and fresh again) after it. {sources} "
-        "transcript(s); the store alone, a namespace of the adapters' policy per budget"
+        "transcript(s); memevict's store alone, a namespace of the adapters' policy per budget"
     ]
     for placement, by_budget in found.items():
         first = next(iter(by_budget.values()))
