@@ -12,7 +12,12 @@ from a Zipf vocabulary of 20,000 words). Each side's namespace holds ``size`` me
 then ``--rounds`` interleaved rounds of ``--calls`` remembers of new memories per side
 (each evicting one and trimming one), server µs per call from INFO commandstats,
 indexed / unindexed paired by round.
-Queries: 5 terms of a random message and 2 random words.
+Queries: 5 terms of a random message and 2 random words; search (k = 10), and context at
+a budget of 130 one-token memories (about an adapter's 4,000 tokens of messages) with the
+query's share 0.25, against the same context without the query.
+Bounded work: remember_many of 100 new memories whose texts hold more terms than a call
+indexes (memevict.terms.CALL_TERMS: cut to fit), each call's server µs from SLOWLOG,
+median and max.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import random
 import statistics
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +35,7 @@ from _harness import Run, binary, interleave, node, paired, parser, server_us, s
 
 from memevict import Item, MemoryStore, Policy
 from memevict.scripts import namespace_keys
-from memevict.terms import terms
+from memevict.terms import CALL_TERMS, terms
 
 SIDES = ("unindexed", "indexed")
 
@@ -97,11 +103,21 @@ def measure(
         other = terms(texts[rng.randrange(len(texts))])[:2]
         queries.append(" ".join(rng.sample(words, min(5, len(words))) + other))
 
+    indexed = stores["indexed"]
+
     def searches() -> None:
         for q in queries:
-            stores["indexed"].search(q, 10)
+            indexed.search(q, 10)
+
+    def contexts(query: bool) -> None:
+        for q in queries:
+            indexed.context(CONTEXT_BUDGET, query=q if query else None, share=0.25)
 
     search_us = [server_us(client, searches, len(queries)) for _ in range(rounds)]
+    context_us = interleave(
+        rounds, [False, True], lambda query, _: server_us(client, partial(contexts, query), 200)
+    )
+    batch = batch_us(client, indexed, texts, rng)
     memory = {side: memory_per_memory(client, f"{side}-{size}", size) for side in SIDES}
     ratio = paired(us["indexed"], us["unindexed"])
     print(f"  {size:>7} memories")
@@ -115,12 +131,46 @@ def measure(
         f"memory {memory['indexed'] / memory['unindexed']:.3f}"
     )
     print(f"    search (k=10) {statistics.median(search_us):7.1f} µs")
+    plain, asked = (statistics.median(context_us[q]) for q in (False, True))
+    print(f"    context ({CONTEXT_BUDGET}) {plain:7.1f} µs, with a query {asked:7.1f} µs")
+    print(
+        f"    remember_many of 100, {CALL_TERMS} terms: median {batch['median']} µs, "
+        f"max {batch['max']} µs"
+    )
     return {
         "remember_us": {side: us[side] for side in SIDES},
         "remember_indexed_vs_unindexed": ratio,
         "bytes_per_memory": memory,
         "search_us": search_us,
+        "context_us": {"plain": context_us[False], "query": context_us[True]},
+        "remember_many_us": batch,
     }
+
+
+CONTEXT_BUDGET = 130
+
+
+def batch_us(
+    client: redis.Redis, store: MemoryStore, texts: list[str], rng: random.Random
+) -> dict[str, int]:
+    """remember_many of 100 new memories, their texts 3 messages each (more terms than a
+    call indexes), 20 calls: each call's server µs (SLOWLOG), median and max."""
+    client.config_set("slowlog-log-slower-than", 0)
+    client.config_set("slowlog-max-len", 1000)
+    client.slowlog_reset()
+    for call in range(20):
+        items = [
+            Item(f"b{call}-{i}", 1.0, text=" ".join(rng.choices(texts, k=3)), tokens=1)
+            for i in range(100)
+        ]
+        store.remember_many(items)
+    took = sorted(
+        int(e["duration"])
+        for e in client.slowlog_get(1000)
+        if e["command"].split(b" ")[0].upper() in (b"FCALL", b"EVALSHA")
+    )
+    client.config_set("slowlog-log-slower-than", 10_000)
+    return {"median": took[len(took) // 2], "max": took[-1], "calls": len(took)}
 
 
 def main() -> None:
@@ -144,7 +194,9 @@ def main() -> None:
             found[str(size)] = measure(client, texts, size, opts.rounds, opts.calls, rng)
     summary = "; ".join(
         f"{size}: remember {found[str(size)]['remember_indexed_vs_unindexed']:.2f}x, "
-        f"search {statistics.median(found[str(size)]['search_us']):.0f} µs"
+        f"search {statistics.median(found[str(size)]['search_us']):.0f} µs, context with a "
+        f"query {statistics.median(found[str(size)]['context_us']['query']):.0f} µs, "
+        f"remember_many max {found[str(size)]['remember_many_us']['max']} µs"
         for size in opts.sizes
     )
     run.row("What the lexical index costs", summary)

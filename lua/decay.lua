@@ -19,7 +19,12 @@
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
 -- KEYS[11] groups: zset, evictable groups by their highest member's decay key
 -- KEYS[12] links: zset, group .. NUL .. id of every memory in a group (lex order)
--- KEYS[13] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
+-- KEYS[14] entries: hash, entry -> id of every memory indexed now
+-- KEYS[15] entry_of: hash, id -> its entry in the index
+--   (decay reads none of the three: a write keeps every key of the namespace alive
+--   for idle_ttl_s, so the index does not expire before its memories)
+-- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --

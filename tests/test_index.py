@@ -15,7 +15,7 @@ import redis
 
 from memevict import BadArgument, BadTerms, Item, MemoryStore, Policy, commands
 from memevict.integrations.openai_agents import MemevictSession
-from memevict.scripts import key_name, register
+from memevict.scripts import key_name, namespace_keys, register
 from memevict.terms import CALL_TERMS, fitted, query_terms, terms
 from tests.servers import Server
 
@@ -359,3 +359,28 @@ def test_the_adapters_send_a_long_history_in_calls_that_keep_every_term(
     found = asyncio.run(run())
     assert all(len(ids) == 1 for ids in found)  # each text's last word: indexed
     assert len({ids[0] for ids in found}) == 30
+
+
+def test_every_write_keeps_the_index_alive_with_its_memories(client: redis.Redis) -> None:
+    """idle_ttl_s: each write script (decay too) gives every key of the namespace, the
+    index's with them, the whole idle_ttl_s again, so the index never expires first."""
+    store = MemoryStore(client, "alive", Policy(idle_ttl_s=100, protect_s=0, index=1))
+    store.remember("a", 1.0, text="the password is swordfish", now=T0)
+    store.remember("b", 2.0, text="a dog named Rex", now=T0)
+    index = [key_name("alive", role) for role in ("terms", "entries", "entry_of")]
+    keys = [k for k in namespace_keys("alive") if client.exists(k)]
+    assert set(index) <= set(keys)
+    calls = {
+        "decay": lambda: store.decay(0.5),
+        "touch": lambda: store.touch("a", now=T0),
+        "evict": lambda: store.evict(now=T0),
+        "whitelist": lambda: store.whitelist("b", now=T0),
+        "demote": lambda: store.demote("b", now=T0),
+        "remember": lambda: store.remember("c", 1.0, now=T0),
+        "forget": lambda: store.forget("c"),
+    }
+    for name, call in calls.items():
+        for k in keys:
+            client.pexpire(k, 5000)  # (as if 95 s had gone by)
+        call()
+        assert all(client.pttl(k) > 90_000 for k in keys), name
