@@ -12,9 +12,9 @@ from a Zipf vocabulary of 20,000 words). Each side's namespace holds ``size`` me
 then ``--rounds`` interleaved rounds of ``--calls`` remembers of new memories per side
 (each evicting one and trimming one), server µs per call from INFO commandstats,
 indexed / unindexed paired by round.
-Queries: 5 terms of a random message and 2 random words; search (k = 10), and context at
-a budget of 130 one-token memories (about an adapter's 4,000 tokens of messages) with the
-query's share 0.25, against the same context without the query.
+Queries (as many as --calls, at most 200): 5 terms of a random message and 2 random words;
+search (k = 10), and context at a budget of 130 one-token memories (about an adapter's
+4,000 tokens of messages) with the query's share 0.25, against the same context without.
 Bounded work: remember_many of 100 new memories whose texts hold more terms than a call
 indexes (memevict.terms.CALL_TERMS: cut to fit), each call's server µs from SLOWLOG,
 median and max.
@@ -98,7 +98,7 @@ def measure(
 
     us = interleave(rounds, list(SIDES), one)
     queries = []
-    for _ in range(200):
+    for _ in range(min(200, calls)):  # (the smoke test's few calls: as few queries)
         words = terms(texts[rng.randrange(len(texts))])
         other = terms(texts[rng.randrange(len(texts))])[:2]
         queries.append(" ".join(rng.sample(words, min(5, len(words))) + other))
@@ -115,7 +115,7 @@ def measure(
 
     search_us = [server_us(client, searches, len(queries)) for _ in range(rounds)]
     context_us = interleave(
-        rounds, [False, True], lambda query, _: server_us(client, partial(contexts, query), 200)
+        rounds, [False, True], lambda q, _: server_us(client, partial(contexts, q), len(queries))
     )
     batch = batch_us(client, indexed, texts, rng)
     memory = {side: memory_per_memory(client, f"{side}-{size}", size) for side in SIDES}
