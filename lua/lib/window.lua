@@ -2,14 +2,30 @@
 -- and context.lua (ids and texts): window.lua's header says the rule. Uses
 -- lib/memory.lua's helpers and the KEY names both scripts declare.
 
--- Memories in the order first remembered (then by creation, then id).
+-- Whether memory a was first remembered before b (then: created, then id).
+local function earlier(a, b)
+  if a.n ~= b.n then return a.n < b.n end
+  if a.created ~= b.created then return a.created < b.created end
+  return a.id < b.id
+end
+
+-- Memories in the order first remembered.
 local function in_time_order(memories)
-  table.sort(memories, function(a, b)
-    if a.n ~= b.n then return a.n < b.n end
-    if a.created ~= b.created then return a.created < b.created end
-    return a.id < b.id
-  end)
+  table.sort(memories, earlier)
   return memories
+end
+
+-- Two lists in the order first remembered, merged into one.
+local function merged(a, b)
+  local out, i, j = {}, 1, 1
+  while i <= #a or j <= #b do
+    if j > #b or (i <= #a and earlier(a[i], b[j])) then
+      out[#out + 1], i = a[i], i + 1
+    else
+      out[#out + 1], j = b[j], j + 1
+    end
+  end
+  return out
 end
 
 -- Every hot memory a window of budget (math.huge: none) takes at now, in
@@ -367,12 +383,11 @@ local function query_window(budget, terms, share, now, p, st, skip, need_score)
       taken, total, size = choose_window(budget - used, now, p, st, aside, not need_score)
       left = size - #taken
     end
-    for _, m in ipairs(recalled) do
-      if need_score then m.score = reported(m, ln_score(m, now, p, st), p) end
-      taken[#taken + 1] = m
+    if need_score then
+      for _, m in ipairs(recalled) do m.score = reported(m, ln_score(m, now, p, st), p) end
     end
+    taken = merged(taken, in_time_order({unpack(recalled)}))
     total = total + used
-    if #recalled > 0 then in_time_order(taken) end
   end
   return taken, total, left, recalled
 end
