@@ -5,8 +5,9 @@
 evict, whitelist, demote, recall and forget, half with the server clock and
 half with an explicit, slightly skewed ``now``. Every call is recorded with
 its wall-clock start and end. Meanwhile a reader takes atomic snapshots
-(MULTI/EXEC) of every key of the namespace and checks them; at the end the
-call log is checked too. Violations are counted by kind; memevict must show none.
+(MULTI/EXEC) of every key of the namespace, with searches of the lexical index
+(rule 14) in the same transaction, and checks them; at the end the call log is
+checked too. Violations are counted by kind; memevict must show none.
 
 The target under test is pluggable (``config.target``, "module:Class"), so the
 seed article's client-side functions (tests/seed.py) run the same workload.
@@ -34,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 import redis
 
-from memevict.commands import MAX_BATCH, Item
+from memevict.commands import MAX_BATCH, Item, search
 from memevict.errors import MemevictError, NotDurable, NotFound
 from memevict.policy import Policy
 from memevict.results import Batch, Evicted, Remembered
@@ -51,6 +52,7 @@ BURST = MAX_BATCH
 WORK = 200
 IMPORTANCES = (1.0, 3.0, 5.0, 7.0, 8.0, 10.0)  # the seed article's categories
 CRITICAL = 10.0
+BARE = 1.0  # a remember at this importance sends no text (send_op)
 META = struct.Struct("<ddddddBdd")  # lib/memory.lua META; the group's name follows
 SLACK_MS = 5.0  # wall clock vs server clock on one machine, and rounding to whole ms
 # The outcome of a call whose connection failed (a failover): it may have been applied,
@@ -81,10 +83,17 @@ def stress_policy() -> Policy:
         cold_max=40,
         jitter=0.001,
         idle_ttl_s=600,  # every write keeps every key alive: checked on each snapshot
+        index=1,  # remembers with text are indexed: checked on each snapshot (rule 14)
     )
 
 
 WINDOW_BUDGET = 20  # tokens of the window each snapshot reads
+# Each snapshot searches for the own terms (term_of) of PROBES ids it last saw indexed
+# and PROBES it saw at all, in one query of k PROBE_K (room for all), and for one
+# shared term ("cost" and 1..5), k PROBE_K: two searches, so the reader's extra work
+# on the server stays small (a search costs 0.1-1 ms there).
+PROBES = 3
+PROBE_K = 10
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,12 @@ class Snapshot:
     # window(WINDOW_BUDGET) in the same transaction: (id, tokens) in its order
     window: list[tuple[str, int]] | None = None
     ttls: dict[str, int] = field(default_factory=dict)  # PTTL of each key that exists
+    # The lexical index (lib/index.lua), None: the target keeps none (the seed peer).
+    entries: dict[bytes, str] | None = None  # entry -> id
+    entry_of: dict[str, bytes] = field(default_factory=dict)  # id -> entry
+    last_entry: int = 0  # the last entry given out
+    # search(query, PROBE_K) in the same transaction: (the query's terms, ids found)
+    searches: list[tuple[tuple[str, ...], list[str]]] = field(default_factory=list)
 
 
 class Target(Protocol):
@@ -177,10 +192,56 @@ def group_of(memory_id: str) -> str | None:
     return f"g{n // 2}" if n is not None and n < 30 else None
 
 
+def term_of(memory_id: str) -> str:
+    """The term only ``memory_id``'s text holds: "id" and the id's bytes in hex."""
+    return "id" + memory_id.encode("utf-8", "surrogateescape").hex()
+
+
+def owner_of(term: str) -> str | None:
+    """The id whose term_of is ``term``; None for any other term."""
+    found = re.fullmatch(r"id((?:[0-9a-f]{2})+)", term)
+    return bytes.fromhex(found.group(1)).decode("utf-8", "surrogateescape") if found else None
+
+
 def text_for(memory_id: str) -> bytes:
     """The text stored with a memory: a function of its id, with non-ASCII and
-    binary bytes, so any corruption on a move between tiers shows."""
-    return memory_id.encode() + b"|\x00\xff\xfe|" + "é✓".encode() * 3
+    binary bytes, so any corruption on a move between tiers shows. Its terms
+    (memevict.terms) are the id's own term_of and "cost" and its tokens, which
+    about a fifth of the memories share."""
+    words = f"{term_of(memory_id)} cost{tokens_of(memory_id)}"
+    return words.encode() + b"|\x00\xff\xfe|" + "é✓".encode() * 3
+
+
+def indexable(memory_id: str) -> bool:
+    """Whether the workload indexes a memory remembered with text: all but m5, m11,
+    m17, ... (n % 6 == 5), sent with no terms (terms=[]): they have text, never terms."""
+    n = _number(memory_id)
+    return n is None or n % 6 != 5
+
+
+def terms_for(memory_id: str) -> tuple[str, ...]:
+    """The terms the workload indexes a memory by when it is remembered with text:
+    its text's, or none (indexable)."""
+    if not indexable(memory_id):
+        return ()
+    return (term_of(memory_id), f"cost{tokens_of(memory_id)}")
+
+
+def cold_gone(s: Snapshot, cold_max: int) -> set[str]:
+    """The cold memories past cold_max, waiting to be dropped: every call treats them as
+    gone (lib/memory.lua cold_gone): the oldest (by score, then id, as ZREVRANK ranks
+    them) past the cold_max newest, with every cold member of the first one's group."""
+    if len(s.cold) <= cold_max:
+        return set()
+    ranked = sorted(
+        s.cold, key=lambda x: (s.cold[x], x.encode("utf-8", "surrogateescape")), reverse=True
+    )
+    gone = set(ranked[cold_max:])
+    raw = (s.meta or {}).get(ranked[cold_max], b"")
+    group = raw[META.size :] if len(raw) > META.size else b""
+    if group:
+        gone |= {x for x in s.cold if (s.meta or {}).get(x, b"")[META.size :] == group}
+    return gone
 
 
 def burst_ids(id: str) -> list[str]:
@@ -199,7 +260,9 @@ def send_op(
         ]
         return store.remember_many(items, now=now)
     if op == "remember":
-        text = text_for(id).decode("utf-8", "surrogateescape")
+        # A remember at importance BARE sends no text: the memory keeps the text and
+        # terms it has, or has none (and is not indexed) until one with text.
+        text = None if importance == BARE else text_for(id).decode("utf-8", "surrogateescape")
         return store.remember(
             id,
             importance,
@@ -208,6 +271,7 @@ def send_op(
             tokens=tokens_of(id),
             group=group_of(id),
             now=now,
+            terms=None if text is None or indexable(id) else [],
         )
     if op == "decay":
         return store.decay(0.95)
@@ -226,6 +290,10 @@ class MemevictTarget:
         self.namespace = namespace
         self.store = MemoryStore(client, namespace, policy, **options)
         self.load()
+        # What the last snapshot held (indexed ids, then every id): the next one searches
+        # for some of them, by then perhaps gone.
+        self.seen: tuple[list[str], list[str]] = ([], [])
+        self.rng = random.Random(0)
 
     def load(self) -> None:
         """snapshot() sends EVALSHA_RO inside MULTI (again after a failover: a promoted
@@ -245,7 +313,20 @@ class MemevictTarget:
         memory = self.store.get(id)
         return None if memory is None else memory.tier
 
-    def snapshot(self) -> Snapshot:
+    def queries(self, probes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        """What a snapshot searches for (PROBES): the own terms of ``probes`` (None:
+        of ids the last snapshot saw), and a shared term."""
+        if probes is None:
+            indexed, every = self.seen
+            probes = self.rng.sample(indexed, min(PROBES, len(indexed)))
+            probes += self.rng.sample(every, min(PROBES, len(every)))
+        own = tuple(dict.fromkeys(term_of(x) for x in probes))
+        shared = (f"cost{self.rng.randint(1, 5)}",)
+        return [own, shared] if own else [shared]
+
+    def snapshot(self, probes: Sequence[str] | None = None) -> Snapshot:
+        """``probes``: the ids whose own term (term_of) the snapshot searches for;
+        None: some the reader picks."""
         ns = self.namespace
         spec = self.store.registry.specs["stats"]
         stats_now = int(time.time() * 1000)
@@ -260,7 +341,16 @@ class MemevictTarget:
         pipe.evalsha_ro(spec.sha, len(keys), *keys, str(stats_now))
         window = self.store.registry.specs["window"]
         keys = window.key_names(ns)
-        pipe.evalsha_ro(window.sha, len(keys), *keys, str(WINDOW_BUDGET), str(stats_now))
+        pipe.evalsha_ro(window.sha, len(keys), *keys, str(WINDOW_BUDGET), str(stats_now), "", "")
+        pipe.hgetall(key_name(ns, "entries"))
+        pipe.hgetall(key_name(ns, "entry_of"))
+        pipe.hget(key_name(ns, "terms"), "")  # the last entry given out
+        queries = self.queries(probes)
+        searches = [search(" ".join(q), PROBE_K, tier="all", now=stats_now) for q in queries]
+        finder = self.store.registry.specs["search"]
+        keys = finder.key_names(ns)
+        for call in searches:
+            pipe.evalsha_ro(finder.sha, len(keys), *keys, *finder.argv(call.args))
         roles = [
             key_name(ns, r)
             for r in sorted({r for x in specs().values() for r in x.keys})
@@ -269,10 +359,12 @@ class MemevictTarget:
         for key in roles:
             pipe.pttl(key)
         at = time.time() * 1000
-        (hot, fresh, wl, cold, prot, ghot, groups, links, meta, text, latest, stats, win, *ttls) = (
+        (hot, fresh, wl, cold, prot, ghot, groups, links, meta, text, latest, stats, win, *rest) = (
             pipe.execute()
         )
-        return Snapshot(
+        entries, entry_of, last, *rest = rest
+        found, ttls = rest[: len(searches)], rest[len(searches) :]
+        snap = Snapshot(
             at=at,
             end=time.time() * 1000,
             hot=_scores(hot),
@@ -293,7 +385,16 @@ class MemevictTarget:
             links=[x.decode("utf-8", "surrogateescape") for x in links],
             window=[(m[0].decode("utf-8", "surrogateescape"), int(m[9])) for m in win[0]],
             ttls={k: int(t) for k, t in zip(roles, ttls, strict=True) if int(t) != -2},
+            entries={e: x.decode("utf-8", "surrogateescape") for e, x in entries.items()},
+            entry_of=_fields(entry_of),
+            last_entry=int(last or 0),
+            searches=[
+                (query, [m.memory.id for m in call.parse(reply)])
+                for query, call, reply in zip(queries, searches, found, strict=True)
+            ],
         )
+        self.seen = (sorted(snap.entry_of), sorted(snap.meta or ()))
+        return snap
 
 
 def _record(
@@ -436,7 +537,8 @@ def _now_of(r: Record) -> float:
 class Checker:
     """Counts rule violations. ``importances``: every importance the workload
     uses, so a changed one shows; None skips that check. ``shaped``: the
-    workload remembers each id with tokens_of and group_of (send_op does)."""
+    workload remembers each id with tokens_of and group_of, and with text_for
+    and terms_for or no text (send_op does)."""
 
     def __init__(
         self,
@@ -502,6 +604,7 @@ class Checker:
         self.expect(set(s.text) <= set(s.meta), "orphan text", str(set(s.text) - set(s.meta)))
         self._groups(s, hot_ids)
         self._window(s, hot_ids)
+        self._index(s)
         ttl_ms = self.policy.idle_ttl_s * 1000
         for key, ttl in s.ttls.items():
             self.expect(not ttl_ms or 0 < ttl <= ttl_ms, "key not kept alive", f"{key} pttl {ttl}")
@@ -573,6 +676,58 @@ class Checker:
                     "window splits a group",
                     f"{group}: {ids}",
                 )
+
+    def _index(self, s: Snapshot) -> None:
+        """The lexical index (docs/rules.md, rule 14): entries and entry_of are
+        inverses, and hold live memories only; shaped, exactly the live memories
+        remembered with text and terms (terms_for). Every search in the snapshot
+        returned live indexed memories holding one of its terms, and one for memories'
+        own terms (term_of) found each of them that is indexed and not gone."""
+        if s.entries is None or s.meta is None:
+            return
+        if not self.policy.index:
+            index = len(s.entries) + len(s.entry_of)
+            self.expect(not index, "index kept while off", f"{index} fields")
+            return
+        for e, x in s.entries.items():
+            self.expect(
+                s.entry_of.get(x) == e, "index maps disagree", f"entries {e.hex()} -> {x!r}"
+            )
+            self.expect(
+                len(e) == 4 and 0 < int.from_bytes(e, "big") <= s.last_entry,
+                "entry never given out",
+                f"{e.hex()} (last {s.last_entry})",
+            )
+        for x, e in s.entry_of.items():
+            self.expect(
+                s.entries.get(e) == x, "index maps disagree", f"entry_of {x!r} -> {e.hex()}"
+            )
+            self.expect(x in s.meta, "index holds a deleted memory", x)
+        if self.shaped:
+            for x in s.meta:
+                wanted = x in s.text and indexable(x)
+                self.expect(
+                    wanted == (x in s.entry_of),
+                    "live memory missing from the index" if wanted else "indexed without terms",
+                    f"{x} (text: {x in s.text})",
+                )
+        gone = cold_gone(s, self.policy.cold_max)
+        for query, found in s.searches:
+            for x in found:
+                live = x in s.meta and x not in gone
+                self.expect(live, "search returned a memory that is gone", f"{query}: {x}")
+                self.expect(
+                    x in s.entry_of, "search returned a memory not indexed", f"{query}: {x}"
+                )
+                self.expect(
+                    not self.shaped or bool(set(query) & set(terms_for(x))),
+                    "search returned a memory without its terms",
+                    f"{query}: {x}",
+                )
+            owners = {x for x in map(owner_of, query) if x is not None}
+            if len(owners) <= PROBE_K:  # (then the search has room for every one)
+                for x in owners & set(s.entry_of) & set(s.meta) - gone:
+                    self.expect(x in found, "search missed an indexed memory", f"{query}: {x}")
 
     def _groups(self, s: Snapshot, hot_ids: set[str]) -> None:
         """A group's members are in one tier, its links match their metadata,
@@ -744,7 +899,12 @@ def settle(
 ) -> None:
     """After the workers stop: every protection runs out, evict() calls drain what waits,
     each id's own view is checked against the indexes, then the call log."""
-    time.sleep(checker.policy.protect_s + SLACK_MS / 1000)
+    # Protection runs from a call's own now, up to skew_ms ahead of the wall clock: it
+    # has run out for every call once the latest now plus protect_s has passed (else
+    # one running out while the backlog drains needs one more evict() than counted).
+    latest = max((_now_of(r) for r in records), default=0.0)
+    till = latest + checker.policy.protect_s * 1000 + SLACK_MS
+    time.sleep(max(checker.policy.protect_s + SLACK_MS / 1000, till / 1000 - time.time()))
     final = _again(reader.snapshot)
     checker.snapshot(final)
     waiting, calls = checker.backlog(final), 0
