@@ -1172,8 +1172,9 @@ def simulate(
                 "pass --label rules or a labeler's dotted path"
             )
     if per_question:
-        emit = _emit_recall_on_read if recall_on_read else _emit_per_question
-        emit(ctx.obj["url"], transcripts, budget_list, fields, as_json)
+        _emit_per_question(
+            ctx.obj["url"], transcripts, budget_list, fields, as_json, recall_on_read
+        )
         return
     if (
         policy_list is not None
@@ -1241,50 +1242,31 @@ def _emit_per_question(
     budgets: list[int],
     fields: dict[str, Any],
     as_json: bool,
+    recall_on_read: bool,
 ) -> None:
-    """--per-question: every transcript measured on the server, the table or JSON."""
+    """--per-question (with --recall-on-read: A against B): every transcript measured on
+    the server, the table or JSON."""
     from pathlib import Path
 
-    from memevict.simulate.per_question import (
-        per_question,
-        per_question_json,
-        per_question_table,
-    )
+    from memevict.simulate import per_question as pq
+    from memevict.simulate import recall_on_read as ror
 
     if not any(t.questions for t in transcripts):
         raise click.UsageError("--per-question needs questions: no transcript asks any")
+    measure = ror.recall_on_read if recall_on_read else pq.per_question
     try:
         with connect(url) as client:
-            results = [r for t in transcripts for r in per_question(client, t, budgets, fields)]
+            results: list[Any] = [
+                r for t in transcripts for r in measure(client, t, budgets, fields)
+            ]
     except BadPolicy as error:
         raise click.UsageError(str(error)) from None
-    data = {"budgets": budgets, "per_question": per_question_json(results)}
-    _emit(data, as_json, lambda: per_question_table(results, lambda s: Path(s).name))
-
-
-def _emit_recall_on_read(
-    url: str | None,
-    transcripts: list[Transcript],
-    budgets: list[int],
-    fields: dict[str, Any],
-    as_json: bool,
-) -> None:
-    """--per-question --recall-on-read: A against B on the server, the table or JSON."""
-    from memevict.simulate.recall_on_read import (
-        recall_on_read,
-        recall_on_read_json,
-        recall_on_read_table,
-    )
-
-    if not any(t.questions for t in transcripts):
-        raise click.UsageError("--per-question needs questions: no transcript asks any")
-    try:
-        with connect(url) as client:
-            results = [r for t in transcripts for r in recall_on_read(client, t, budgets, fields)]
-    except BadPolicy as error:
-        raise click.UsageError(str(error)) from None
-    data = {"budgets": budgets, "recall_on_read": recall_on_read_json(results)}
-    _emit(data, as_json, lambda: recall_on_read_table(results))
+    if recall_on_read:
+        data = {"budgets": budgets, "recall_on_read": ror.recall_on_read_json(results)}
+        _emit(data, as_json, lambda: ror.recall_on_read_table(results))
+    else:
+        data = {"budgets": budgets, "per_question": pq.per_question_json(results)}
+        _emit(data, as_json, lambda: pq.per_question_table(results, lambda s: Path(s).name))
 
 
 def _read(path: str, turn_ms: int) -> list[Transcript]:
