@@ -46,7 +46,7 @@ local p, st = load_policy(ARG.seen)
 
 return once(p, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
-    KEY.groups, KEY.links) -- (only kept alive here: keep_alive)
+    KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of) -- (only kept alive here)
   st.decay, st.changed = st.decay + math.log(rate), true
   save_state(st)
   return fmt(st.decay)
