@@ -132,18 +132,25 @@ class Cluster:
     def _nodes_view(self, i: int) -> dict[str, Any]:
         return dict(self.node(i).cluster("NODES"))  # parsed by redis-py
 
+    def _ranges(self, i: int) -> list[tuple[int, int, str]]:
+        """Node ``i``'s view as (first, last, owner id) slot ranges, in slot order, adjacent
+        ranges of one owner merged: two nodes agree on every slot's owner if and only if
+        their lists are equal (3 ranges, where a slot map is 16,384 entries)."""
+        return _merged(self._nodes_view(i))
+
     def slot_map(self, i: int) -> list[str]:
         """Node ``i``'s view: the id of the owner of every slot ('' if none)."""
         owners = [""] * SLOTS
-        for entry in self._nodes_view(i).values():
-            for bounds in entry["slots"]:  # [first] or [first, last]
-                for slot in range(int(bounds[0]), int(bounds[-1]) + 1):
-                    owners[slot] = entry["node_id"]
+        for first, last, node_id in self._ranges(i):
+            owners[first : last + 1] = [node_id] * (last - first + 1)
         return owners
 
     def owner(self, slot: int) -> int:
         """The index of the node that owns ``slot``; every node must agree."""
-        views = {self.slot_map(i)[slot] for i in range(self.size)}
+        views = {
+            next((node_id for first, last, node_id in self._ranges(i) if first <= slot <= last), "")
+            for i in range(self.size)
+        }
         assert len(views) == 1, f"nodes disagree on the owner of slot {slot}: {views}"
         return self.ids.index(views.pop())
 
@@ -164,9 +171,9 @@ class Cluster:
                 for info in infos
             ):
                 views = [self._nodes_view(i) for i in range(self.size)]
-                maps = [self.slot_map(i) for i in range(self.size)]
+                maps = [_merged(view) for view in views]
                 migrating = any(e["migrations"] for view in views for e in view.values())
-                if not migrating and all(m == maps[0] for m in maps) and "" not in maps[0]:
+                if not migrating and all(m == maps[0] for m in maps) and _every_slot(maps[0]):
                     return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"cluster did not become stable: {infos}")
@@ -262,6 +269,33 @@ class Cluster:
             server.stop()
         self.nodes.clear()
         self.replicas.clear()
+
+
+def _merged(view: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """A parsed CLUSTER NODES as (first, last, owner id) slot ranges, in slot order, adjacent
+    ranges of one owner merged."""
+    ranges = sorted(
+        (int(bounds[0]), int(bounds[-1]), entry["node_id"])
+        for entry in view.values()
+        for bounds in entry["slots"]  # [first] or [first, last]
+    )
+    merged: list[tuple[int, int, str]] = []
+    for first, last, node_id in ranges:
+        if merged and merged[-1][2] == node_id and merged[-1][1] + 1 == first:
+            merged[-1] = (merged[-1][0], last, node_id)
+        else:
+            merged.append((first, last, node_id))
+    return merged
+
+
+def _every_slot(ranges: list[tuple[int, int, str]]) -> bool:
+    """Whether the ranges (in slot order) give every slot exactly one owner."""
+    expected = 0
+    for first, last, _ in ranges:
+        if first != expected:  # a slot without an owner, or one with two
+            return False
+        expected = last + 1
+    return expected == SLOTS
 
 
 def binary(kind: str) -> str:

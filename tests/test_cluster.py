@@ -47,15 +47,40 @@ T0 = 1_700_000_000_000
 S = 1000  # ms per second
 
 
-@pytest.fixture
-def client(cluster: Cluster) -> Iterator[redis.cluster.RedisCluster]:
-    """Overrides the conftest client for every test here, the rule suite's too."""
-    cluster.wait_stable()
+@pytest.fixture(scope="module")
+def cluster_client(cluster: Cluster) -> Iterator[redis.cluster.RedisCluster]:
+    """One cluster client of each cluster for the module's ~300 tests on it: a new one
+    reads the command table (COMMAND) and the slot map first, ~20 ms of CPU a test. A store
+    takes nothing from an earlier one on its client unless opened with cached_open
+    (memevict/clientcache.py), which no test here asks for; a slot moved by an earlier test
+    is found by the client's MOVED handling (as a long-lived client finds it)."""
     c = cluster.client()
-    c.flushall()  # sent to every primary
-    c.script_flush()
     yield c
     c.close()
+
+
+@pytest.fixture
+def client(
+    cluster: Cluster, cluster_client: redis.cluster.RedisCluster
+) -> redis.cluster.RedisCluster:
+    """Overrides the conftest client for every test here, the rule suite's too."""
+    cluster.wait_stable()
+    cluster_client.flushall()  # sent to every primary
+    cluster_client.script_flush()
+    return cluster_client
+
+
+@pytest.fixture(scope="module")
+def async_cluster_client(
+    cluster: Cluster,
+) -> Iterator[tuple[asyncio.AbstractEventLoop, redis.asyncio.cluster.RedisCluster]]:
+    """An event loop and one asyncio cluster client on it, for the module's async stores of
+    ``cluster`` (as cluster_client: a new one read COMMAND and the slot map for each store)."""
+    loop = asyncio.new_event_loop()
+    aclient = cluster.async_client()
+    yield loop, aclient
+    loop.run_until_complete(aclient.aclose())
+    loop.close()
 
 
 @pytest.fixture(params=("scripts", "functions"))
@@ -67,31 +92,24 @@ def mode(request: pytest.FixtureRequest) -> Mode:
 
 @pytest.fixture(params=("sync", "async"))
 def make_store(
-    request: pytest.FixtureRequest, cluster: Cluster, client: redis.cluster.RedisCluster, mode: Mode
-) -> Iterator[StoreFactory]:
+    request: pytest.FixtureRequest, client: redis.cluster.RedisCluster, mode: Mode
+) -> StoreFactory:
     """MemoryStore on the cluster client, or AsyncMemoryStore on the asyncio
-    cluster client (each call run to completion on one event loop)."""
+    cluster client (each call run to completion on its event loop)."""
     if request.param == "sync":
 
         def make(namespace: str = "t", **policy: float) -> MemoryStore:
             return MemoryStore(client, namespace, scenario_policy(**policy), mode=mode)
 
-        yield make
-        return
-    loop = asyncio.new_event_loop()
-    opened: list[redis.asyncio.cluster.RedisCluster] = []
+        return make
+    loop, aclient = request.getfixturevalue("async_cluster_client")
 
     def make_async(namespace: str = "t", **policy: float) -> MemoryStore:
-        aclient = cluster.async_client()
-        opened.append(aclient)
         store = AsyncMemoryStore(aclient, namespace, scenario_policy(**policy), mode=mode)
         loop.run_until_complete(store._opened())
         return cast(MemoryStore, AwaitedStore(store, loop))
 
-    yield make_async
-    for aclient in opened:
-        loop.run_until_complete(aclient.aclose())
-    loop.close()
+    return make_async
 
 
 # The rule suite really runs here, on the cluster fixtures.
