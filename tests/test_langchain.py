@@ -251,10 +251,14 @@ def test_a_200_turn_agent_keeps_pairs_the_budget_and_the_instruction(server: Ser
         assert stats.cold > 0  # memories were evicted, and kept recallable
         assert stats.whitelisted >= 1  # the instruction
 
+
+@pytest.mark.slow  # (a 200-turn agent: seconds)
+def test_the_same_200_turns_through_fifo_lose_the_instruction() -> None:
+    """The comparison (no server: once, not on each server's leg)."""
     fifo = ScriptedModel()
     fifo_agent = _agent(fifo, FifoMiddleware(BUDGET))
     for turn in range(TURNS):
-        fifo_agent.invoke({"messages": [HumanMessage(_user(turn))]}, _config(thread))
+        fifo_agent.invoke({"messages": [HumanMessage(_user(turn))]}, _config("fifo"))
     assert not _has_instruction(fifo.sent[-1])
     assert len(fifo.sent[-1]) > 5  # FIFO kept a window too, just the wrong one
 

@@ -303,6 +303,10 @@ def test_a_200_turn_agent_through_an_over_budget_message_a_flush_and_a_dynamic_p
         prompts = [p.content for m in sent for p in m.parts if isinstance(p, SystemPromptPart)]
         assert len(prompts) == 2 and prompts[0] == "You are a clerk.", prompts
 
+
+@pytest.mark.slow  # (a 200-turn agent: seconds)
+def test_the_same_200_turns_through_fifo_lose_the_instruction() -> None:
+    """The comparison (no server: once, not on each server's leg)."""
     fifo_script, fifo_processor = Script(), Recorder(fifo(BUDGET))
     agent = _agent(fifo_script, fifo_processor, instructions="You are a clerk.")
     asyncio.run(_converse(agent))
