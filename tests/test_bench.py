@@ -488,6 +488,40 @@ def test_the_locomo_coverage_script_runs(tmp_path: Path) -> None:
         assert covered["hindsight"] >= max(covered.values()), covered  # the best there is
 
 
+def test_the_half_life_script_runs(tmp_path: Path) -> None:
+    # benchmarks/half_life.py: two half-lives, a LoCoMo file and one short generated
+    # conversation, a window of 10 (FIFO holds every turn 2-8 turns back)
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny_sample()))
+    args = ["half_life.py", str(tmp_path), "--window", "10", "--grid", "500,1e9"]
+    args += ["--seeds", "1", "--sessions", "3"]
+    data = run_json(tmp_path, args, ["The store's default half-life"])
+    ((name, conversation),) = data["locomo"]["conversations"].items()  # (one conversation)
+    assert conversation["questions"] == 3
+    rows = data["curve"]
+    assert [r["policy"] for r in rows] == [
+        "fifo",
+        "memevict half_life_memories=500",
+        "memevict half_life_memories=1e+09",
+    ]
+    assert [r["half_life_memories"] for r in rows] == [None, 500, 1e9]
+    counts = data["generated"]["1"]["counts"]
+    fifo = rows[0]
+    assert fifo["recent"] == fifo["last"] == fifo["last_mean"] == 1  # FIFO holds them all
+    for r in rows:
+        held = conversation["held"][r["policy"]]
+        assert r["locomo_share"] == pytest.approx(held / 3)
+        assert r["locomo_vs_fifo_by_conversation"][name] == (
+            pytest.approx(held / conversation["held"]["fifo"])
+            if conversation["held"]["fifo"]
+            else None
+        )
+        for measure in ("recent", "last", "last_mean", "during", "end"):
+            found, asked = counts[r["policy"]][measure]
+            assert r[f"{measure}_count"] == [found, asked] and 0 <= found <= asked, measure
+            assert r[measure] == (pytest.approx(found / asked) if asked else None), measure
+        assert counts[r["policy"]]["recent"][1] > 0 and counts[r["policy"]]["last"][1] > 0
+
+
 def test_the_labeler_quality_script_runs(tmp_path: Path) -> None:
     # benchmarks/labeler_quality.py: no server
     data = run_json(tmp_path, ["labeler_quality.py", "1"], ["The labeler's quality"])
@@ -552,7 +586,7 @@ def test_results_names_only_scripts_that_exist() -> None:
 
 def test_the_benchmarks_readme_has_a_row_for_every_script() -> None:
     scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
-    assert 0 < len(scripts) <= 10
+    assert 0 < len(scripts) <= 11
     readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+\.py)`", readme, re.M)
     assert sorted(set(rows)) == scripts, rows
