@@ -8,6 +8,8 @@ for a reader comparing ratios within one run, not a gate.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import math
 import re
@@ -16,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -326,6 +329,12 @@ def run_json(tmp_path: Path, args: list[str], subjects: Sequence[str]) -> dict[s
     linking to its section there."""
     out = tmp_path / "run.json"
     run_script([*args, "--json", str(out)])
+    return checked_json(out, subjects)
+
+
+def checked_json(out: Path, subjects: Sequence[str]) -> dict[str, Any]:
+    """What a script wrote to ``out`` with --json, once what every run writes is checked
+    (see run_json)."""
     data: dict[str, Any] = json.loads(out.read_text())
     env = data["environment"]
     assert env["python"] and env["redis_py"] and isinstance(env["hiredis"], bool), env
@@ -522,6 +531,63 @@ def test_the_half_life_script_runs(tmp_path: Path) -> None:
         assert counts[r["policy"]]["recent"][1] > 0 and counts[r["policy"]]["last"][1] > 0
 
 
+def test_the_tool_heavy_script_runs(tmp_path: Path) -> None:
+    # benchmarks/tool_heavy.py: 12 turns through each adapter at 300 tokens, on an embedded
+    # Valkey of its own; in this process (the frameworks' imports: once a worker, not again
+    # in a process of its own)
+    out = tmp_path / "run.json"
+    args = ["--turns", "12", "--max-tokens", "300", "--json", str(out)]
+    assert _benchmark("tool_heavy").main(args) == 0
+    data = checked_json(out, ["A tool-heavy conversation through the adapters"])
+    conversation = data["conversation"]
+    assert (conversation["turns"], conversation["error_at"]) == (12, 7)
+    assert conversation["value_again_at"] == 11 and conversation["needs_error"] == [9, 10]
+    assert set(data["adapters"]) == {"openai", "langchain", "pydantic"}
+    for adapter, sides in data["adapters"].items():
+        assert set(sides) == {"memevict", "fifo"}, adapter
+        for side, r in sides.items():
+            prompts = r["prompts"]
+            assert r["calls"] == len(prompts) == 24 and r["other_parts"] == 0, (adapter, side)
+            # each turn's two calls: the first ends with its user message, the second with
+            # its tool call and result
+            assert [(p["turn"], p["phase"]) for p in prompts] == [
+                (t, phase) for t in range(12) for phase in ("call", "answer")
+            ]
+            for p in prompts:
+                t = p["turn"]
+                end = [f"u{t}"] if p["phase"] == "call" else [f"c{t}", f"o{t}"]
+                assert p["parts"][-len(end) :] == end, (adapter, side, p)
+            after = [p["parts"] for p in prompts if p["turn"] > 7]
+            assert r["calls_after_error"] == len(after) == 8
+            assert r["error_any"] == sum("o7" in parts for parts in after)
+            assert r["error_with_call"] == sum("o7" in ps and "c7" in ps for ps in after)
+            assert 0 <= r["error_with_call"] <= r["error_any"] <= 8
+            assert 0 <= r["needed_with_error"] <= r["needed_calls"] == 2
+            calls = [(x, p["parts"]) for p in prompts for x in p["parts"] if x[0] == "c"]
+            orphans = sum(f"u{x[1:]}" not in parts for x, parts in calls)
+            assert r["tool_calls_sent"] == len(calls) > 0
+            assert r["tool_calls_without_user"] == orphans
+            assert 0 <= r["history_tool_calls_without_user"] <= r["history_tool_calls_sent"]
+            assert r["history_tool_calls_sent"] == r["tool_calls_sent"] - 12  # (the current)
+            assert isinstance(r["value_evidence_at_answer"], bool)
+        # FIFO at 300 tokens: turns 8 to 10 alone cost more, so its last turn lacks turn 7
+        fifo = sides["fifo"]
+        assert not any("o7" in p["parts"] for p in fifo["prompts"][-2:]), adapter
+        assert fifo["error_any"] < fifo["calls_after_error"]
+        assert not fifo["value_evidence_at_ask"] and not fifo["value_evidence_at_answer"]
+
+
+@functools.cache
+def _benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ as a module (it puts benchmarks/ on sys.path for _harness)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_labeler_quality_script_runs(tmp_path: Path) -> None:
     # benchmarks/labeler_quality.py: no server
     data = run_json(tmp_path, ["labeler_quality.py", "1"], ["The labeler's quality"])
@@ -586,7 +652,7 @@ def test_results_names_only_scripts_that_exist() -> None:
 
 def test_the_benchmarks_readme_has_a_row_for_every_script() -> None:
     scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
-    assert 0 < len(scripts) <= 11
+    assert 0 < len(scripts) <= 12
     readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+\.py)`", readme, re.M)
     assert sorted(set(rows)) == scripts, rows
