@@ -977,6 +977,14 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     help="The generated transcript: one session of --turns turns, or --sessions sessions "
     "of user and assistant with questions (unlabelled: needs --label).",
 )
+@click.option(
+    "--style",
+    type=click.Choice(["prose", "texting"]),
+    default="prose",
+    show_default=True,
+    help="How --generator sessions says it: as written, or as people text (short "
+    "lowercase lines, abbreviations, typos, casual dates; the same facts and questions).",
+)
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated transcript.")
 @click.option(
     "--seeds",
@@ -1072,6 +1080,7 @@ def simulate(
     /,
     transcript_patterns: tuple[str, ...],
     generator: str,
+    style: str,
     seed: int,
     seeds: int,
     turns: int,
@@ -1111,13 +1120,14 @@ def simulate(
         return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
 
     if transcript_patterns:
-        for name in ("seed", "seeds", "turns", "generator", "sessions"):
+        for name in ("seed", "seeds", "turns", "generator", "sessions", "style"):
             if given(name):
                 raise click.UsageError(
                     f"--{name} is for the generated transcript, not --transcript"
                 )
-    elif generator == "single" and given("sessions"):
-        raise click.UsageError("--sessions is for --generator sessions")
+    elif generator == "single" and (given("sessions") or given("style")):
+        option = "--sessions" if given("sessions") else "--style"
+        raise click.UsageError(f"{option} is for --generator sessions")
     elif generator == "sessions":
         for name in ("turns", "turn_s"):
             if given(name):
@@ -1157,7 +1167,9 @@ def simulate(
     elif generator == "sessions":
         from memevict.simulate.sessions import generate_sessions
 
-        transcripts = [generate_sessions(s, sessions) for s in range(seed, seed + seeds)]
+        transcripts = [
+            generate_sessions(s, sessions, style=style) for s in range(seed, seed + seeds)
+        ]
     else:
         transcripts = [generate(s, turns, turn_ms) for s in range(seed, seed + seeds)]
     if labeler is not None:

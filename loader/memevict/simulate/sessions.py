@@ -34,6 +34,16 @@ What it promises (tests/test_sessions.py checks each):
 
 The same seed and sessions give the same transcript; another seed another one.
 
+``style="texting"`` says the same conversation as people text (see
+memevict.simulate.texting): the same facts, updates, recaps and questions as the
+prose style of the seed, each turn as one to three short messages of its
+speaker, with casual dates and times, abbreviations, lowercase, typos and
+emoji. Its message ids count messages (``S<session>:T<message>``); a question's
+evidence is, of each prose evidence turn, the message that holds the values it
+asks about, and a question asked during the conversation is asked after the
+last message of the user turn it follows. The prose style's dice are not
+touched: texting has its own.
+
 What is said is data: the names, pools and sentence templates are the JSON
 files of ``templates/``, read and checked by memevict.simulate.wording.
 """
@@ -43,11 +53,13 @@ from __future__ import annotations
 import math
 import random
 import re
+import string
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+from memevict.simulate.texting import EVERYTHING, Said, Texter
 from memevict.simulate.transcript import START_MS, MemoryTurn, Question, Transcript
 from memevict.simulate.wording import Day, Kind, Money, Slot, Templates, World, read
 
@@ -72,6 +84,7 @@ TWO_IN_A_ROW = 0.12  # chance the user says a second turn before the assistant a
 RECAP = 0.4  # chance a session ends with the assistant's recap of its facts
 NEWS = 0.35  # chance the user opens a session with news
 FACT_SHARE = (0.25, 0.32)  # facts, updates and fixes: more fact beats below, fewer above
+STYLES = ("prose", "texting")
 
 
 @dataclass(slots=True)
@@ -92,22 +105,34 @@ class _Ask:
     primary: bool = False  # only the turn that first states each fact's current value
 
 
-def generate_sessions(seed: int = 1, sessions: int = 20) -> Transcript:
-    """A reproducible conversation of ``sessions`` sessions and its questions.
+def generate_sessions(seed: int = 1, sessions: int = 20, *, style: str = "prose") -> Transcript:
+    """A reproducible conversation of ``sessions`` sessions and its questions,
+    said in ``style``: "prose" or "texting" (the same conversation, as people text).
 
     The facts last about 25 sessions: later sessions are mostly small talk,
     updates and questions about earlier facts."""
     if isinstance(sessions, bool) or not isinstance(sessions, int) or sessions < 2:
         raise ValueError(f"sessions must be a whole number of at least 2, got {sessions!r}")
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
     rng = random.Random(f"memevict sessions {seed}")
-    talk = _Conversation(rng, read())
+    words = read()
+    texter = (
+        Texter(random.Random(f"memevict texting {seed}"), words) if style == "texting" else None
+    )
+    talk = _Conversation(rng, words, texter)
     for number, gap in enumerate([0, *_gaps(rng, sessions - 1)], start=1):
         talk.session(number, gap)
     talk.combine(sessions)
+    questions = talk.questions(sessions)
+    if texter is None:
+        return Transcript(
+            tuple(talk.turns), f"generated sessions (seed {seed}, {sessions} sessions)", questions
+        )
     return Transcript(
-        tuple(talk.turns),
-        f"generated sessions (seed {seed}, {sessions} sessions)",
-        talk.questions(sessions),
+        tuple(talk.messages),
+        f"generated sessions (seed {seed}, {sessions} sessions, texting)",
+        talk.texted(questions),
     )
 
 
@@ -145,7 +170,8 @@ def _persona(
     return people, groups
 
 
-_AN = re.compile(r"\b([Aa]) (?=[aeiou]|[AEIOU][a-z])")
+# (a texted value is marked: the mark's head may come between "a" and the word)
+_AN = re.compile(r"\b([Aa]) (?=(?:\x01[^\x02]*\x02)?(?:[aeiou]|[AEIOU][a-z]))")
 
 
 def _when(fact: _Fact) -> date | None:
@@ -161,8 +187,13 @@ def _day_of(at: int) -> date:
 class _Conversation:
     """The turns said so far, the facts in them and the questions about them."""
 
-    def __init__(self, rng: random.Random, words: Templates) -> None:
+    def __init__(self, rng: random.Random, words: Templates, texter: Texter | None) -> None:
         self.rng = rng
+        self.texter = texter
+        self.messages: list[MemoryTurn] = []  # texting: the messages of the turns
+        self.sent = 0  # texting: messages sent in this session
+        self.key: dict[str, str] = {}  # texting: turn -> the message holding its kept values
+        self.last: dict[int, int] = {}  # texting: a turn's time -> its last message's
         self.words = words
         self.lines = words.lines
         people, groups = _persona(rng, words)
@@ -183,7 +214,9 @@ class _Conversation:
 
     # -- turns
 
-    def say(self, role: str, text: str) -> str:
+    def say(self, role: str, text: str, keep: Container[str] | None = None) -> str:
+        """Say ``text``; ``keep``: the values a question may ask about (texting keeps
+        them in one message)."""
         if self.turn:
             self.now += self.rng.randint(*TURN_GAP_MS)
         self.turn += 1
@@ -200,9 +233,49 @@ class _Conversation:
                 session=str(self.number),
             )
         )
+        if self.texter is not None:
+            self.send(turn_id, role, speaker, text, keep)
         return turn_id
 
+    def send(
+        self, turn_id: str, role: str, speaker: str, text: str, keep: Container[str] | None
+    ) -> None:
+        """The turn as texted: its messages, from the turn's time ``gap s`` apart."""
+        assert self.texter is not None
+        if self.turn == 1:
+            self.sent = 0
+        thought = self.texter.thought(text, keep)
+        at = self.now
+        ids = []
+        for i, message in enumerate(thought.messages):
+            if i:
+                at += self.texter.gap()
+            self.sent += 1
+            ids.append(f"S{self.number}:T{self.sent}")
+            self.messages.append(
+                MemoryTurn(
+                    ids[-1],
+                    None,
+                    at,
+                    text=message,
+                    role=role,
+                    speaker=speaker,
+                    session=str(self.number),
+                )
+            )
+        if thought.key is not None:
+            self.key[turn_id] = ids[thought.key]
+        self.last[self.now] = at
+
     def render(self, template: str, slots: Mapping[str, object] | None = None) -> str:
+        """What is said: in texting, with each value texted and marked."""
+        if self.texter is None:
+            return self.question(template, slots)
+        values = {**self.world.people, **(slots or {})}
+        return _AN.sub(r"\1n ", self.texter.render(template, values, self.world.today))
+
+    def question(self, template: str, slots: Mapping[str, object] | None = None) -> str:
+        """A question or a fact's label: as the prose style says it."""
         text = template.format_map({**self.world.people, **(slots or {})})
         return _AN.sub(r"\1n ", text)  # "a {item}" with an espresso machine
 
@@ -290,15 +363,19 @@ class _Conversation:
         told = self.rng.sample(recappable, min(len(recappable), self.rng.randint(1, 3)))
         clauses = [self.render(f.kind.recap, f.slots) for f in told]
         joined = ", ".join(clauses[:-1]) + (" and " if len(clauses) > 1 else "") + clauses[-1]
-        summary = {"summary": joined}
+        summary = {"summary": Said(joined)}
         if self.rng.random() < 0.5:
             self.say("user", self.pick(self.lines.recap_asks))
-            recap = self.say("assistant", self.render(self.lines.recap_when_asked, summary))
+            recap = self.say(
+                "assistant", self.render(self.lines.recap_when_asked, summary), EVERYTHING
+            )
             self.say("user", self.pick(self.lines.goodbyes))
             self.say("assistant", self.address(self.lines.farewells))
         else:
             self.say("user", self.pick(self.lines.goodbyes))
-            recap = self.say("assistant", self.render(self.lines.recap_at_goodbye, summary))
+            recap = self.say(
+                "assistant", self.render(self.lines.recap_at_goodbye, summary), EVERYTHING
+            )
             self.say("user", self.pick(self.lines.thanks_for_the_recap))
             self.say("assistant", self.pick(self.lines.last_words))
         for fact in told:
@@ -343,18 +420,22 @@ class _Conversation:
 
     def state(self, fact: _Fact, opening: str = "") -> None:
         kind, slots = fact.kind, fact.slots
-        fact.said = self.say("user", opening + self.pick(kind.says, slots))
+        # what its statements name but not every question about it may be an answer:
+        # texting keeps that in one message
+        named = set.intersection(*(_names(ask) for ask in kind.asks))
+        keep = (set().union(*(_names(said) for said in kind.says)) - named) | {kind.value}
+        fact.said = self.say("user", opening + self.pick(kind.says, slots), keep)
         fact.value.append([fact.said])
         self.facts.append(fact)
         self.stated += 1
         if kind.name == "nickname":
             self.nickname = True
-        self.asks.append(_Ask(self.render(kind.asks[0], slots), (fact.value,)))
+        self.asks.append(_Ask(self.question(kind.asks[0], slots), (fact.value,)))
         others = [a for a in kind.asks[1:] if self.rng.random() < EXTRA_QUESTION]
         if not others and kind.asks[1:] and kind.moves:
             others = [self.rng.choice(kind.asks[1:])]  # the statement stays evidence after a move
         for ask in others:
-            self.asks.append(_Ask(self.render(ask, slots), ([[fact.said]],)))
+            self.asks.append(_Ask(self.question(ask, slots), ([[fact.said]],)))
 
     def movable(self) -> list[_Fact]:
         soon = self.world.today + timedelta(days=3)
@@ -371,7 +452,7 @@ class _Conversation:
         fact = self.rng.choice(self.movable())
         kind = fact.kind
         fact.slots[kind.value] = self.moved(fact)
-        said = self.say("user", self.pick(kind.moves, fact.slots))
+        said = self.say("user", self.pick(kind.moves, fact.slots), {kind.value})
         fact.value.append([said])
         fact.changes += 1
         self.stated += 1
@@ -404,8 +485,8 @@ class _Conversation:
         fix = fact.kind.fix
         assert fix is not None
         slots = {**fact.slots, **self.draw(fix.slots)}
-        said = self.say("user", self.pick(fix.says, slots))
-        self.asks.append(_Ask(self.render(fix.ask, slots), ([[said]],)))
+        said = self.say("user", self.pick(fix.says, slots), set(fix.slots))
+        self.asks.append(_Ask(self.question(fix.ask, slots), ([[said]],)))
         fact.done = True
         self.stated += 1
         self.say("assistant", self.pick(self.lines.fixed))
@@ -448,7 +529,7 @@ class _Conversation:
         if self.rng.random() < 0.5:
             self.say("user", self.pick(self.lines.reactions))
             if advice.plan and self.rng.random() < 0.5:
-                plan = {"plan": self.render(advice.plan, slots)}
+                plan = {"plan": Said(self.render(advice.plan, slots))}
                 self.say("assistant", self.render(self.lines.advice_recap, plan))
             else:
                 self.say("assistant", self.pick(self.lines.acknowledgements))
@@ -463,10 +544,10 @@ class _Conversation:
             pairs = [(a, b) for i, a in enumerate(facts) for b in facts[i + 1 :]]
             for a, b in self.rng.sample(pairs, min(len(pairs), max(1, sessions // 3))):
                 labels = {
-                    "a": self.render(a.kind.label, a.slots),
-                    "b": self.render(b.kind.label, b.slots),
+                    "a": self.question(a.kind.label, a.slots),
+                    "b": self.question(b.kind.label, b.slots),
                 }
-                self.asks.append(_Ask(self.render(text, labels), (a.value, b.value), True))
+                self.asks.append(_Ask(self.question(text, labels), (a.value, b.value), True))
 
     def questions(self, sessions: int) -> tuple[Question, ...]:
         where = {t.id: (t.at, int(t.session or 0)) for t in self.turns}
@@ -492,6 +573,22 @@ class _Conversation:
             end.append(Question(ask.text, _evidence(ask, where, None, None), None))
         during.sort(key=lambda q: q.at or 0)
         return (*during, *end)
+
+    def texted(self, questions: Sequence[Question]) -> tuple[Question, ...]:
+        """The questions about the texted messages: each evidence turn's key message,
+        asked after the last message of the turn they were asked after."""
+        at = {m.id: m.at for m in self.messages}
+        found = []
+        for q in questions:
+            evidence = sorted({self.key[e] for e in q.evidence}, key=lambda e: at[e])
+            when = None if q.at is None else self.last[q.at]
+            found.append(Question(q.question, tuple(evidence), when))
+        return tuple(found)
+
+
+def _names(template: str) -> set[str]:
+    """The slots and people a template names."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
 def _evidence(

@@ -7,6 +7,7 @@ its names, pools and sentence templates, read from the JSON files of
   facts.json    the kinds of fact the user states, by theme, and the questions about them
   chats.json    small talk and advice nobody asks about
   lines.json    greetings, goodbyes, reactions, recaps and the other fixed lines
+  texting.json  how the same things are said as people text (``style="texting"``)
 
 ``templates/README.md`` says what each field means. A mistake in a file (a
 slot a template names that nothing draws, a pool nobody defined, a misspelt
@@ -153,6 +154,62 @@ _ONE_LINE = {"advice_recap": "plan", "recap_when_asked": "summary", "recap_at_go
 
 
 @dataclass(frozen=True, slots=True)
+class Chances:
+    """The chances of texting.json (its keys are these names with spaces)."""
+
+    lowercase: float  # a message all in lowercase
+    drop_apostrophes: float  # a message's "don't" and "I'm" as "dont" and "Im"
+    abbreviate: float  # each word or phrase of ``abbreviations`` abbreviated
+    typo: float  # a message with a typo (never in a name, date or number)
+    emoji: float  # a message ending with an emoji
+    opener: float  # a thought starting with an opener ("omg")
+    closer: float  # a thought ending with a closer ("lol")
+    tail: float  # a thought followed by a message of its own ("lol", "😭")
+    split: float  # a thought over two messages or three
+    split_long: float  # the same, for a thought of ``long`` words or more
+    third_piece: float  # a split thought over three messages, when it can be
+
+
+@dataclass(frozen=True, slots=True)
+class DateForm:
+    """A way a date is texted, and the dates it is for: ``days`` after today (lowest,
+    highest), or in the calendar ``week`` (0 this one, 1 the next, 2 the one after), and
+    with ``weekend`` only a Saturday or a Sunday. ``bare``: said without "on" before it
+    ("tmrw", "next fri")."""
+
+    days: tuple[int, int] | None
+    week: int | None
+    weekend: bool
+    weight: int
+    say: tuple[str, ...]  # with {wd} {weekday} {day} {nth} {mon} {month} {m}
+    bare: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Texting:
+    """texting.json: how the same conversation is said as people text."""
+
+    chances: Chances
+    long: int  # words from which a thought is a long one
+    split_before: tuple[str, ...]  # words a thought may be split before
+    split_before_a_value: tuple[str, ...]  # and words it may be split before if a value follows
+    gap_s: tuple[int, int]  # seconds between the messages of one thought
+    rewrites: Mapping[str, str]  # phrases said otherwise, always (an assistant's turns of phrase)
+    abbreviations: Mapping[str, str]  # words and phrases, whole and in any case
+    openers: tuple[str, ...]
+    closers: tuple[str, ...]
+    tails: tuple[str, ...]
+    emojis: tuple[str, ...]
+    weekdays: tuple[str, ...]  # Monday first
+    months: tuple[str, ...]  # January first
+    dates: tuple[DateForm, ...]
+    hours: tuple[str, ...]  # a time on the hour: {h} {ap}
+    minutes: tuple[str, ...]  # a time with minutes: {h} {mm} {ap}
+    dollars: tuple[str, ...]  # under $1,000: {n}
+    thousands: tuple[str, ...]  # from $1,000: {n} and {k}, in thousands ("1.25")
+
+
+@dataclass(frozen=True, slots=True)
 class Templates:
     months: tuple[str, ...]
     weekdays: tuple[str, ...]  # Monday first
@@ -163,6 +220,7 @@ class Templates:
     chats: tuple[Chat, ...]
     advice: tuple[Chat, ...]
     lines: Lines
+    texting: Texting
 
 
 @cache
@@ -204,6 +262,7 @@ def load(folder: Traversable) -> Templates:
         reader.chats(chats["small talk"], "chats.json: small talk", ()),
         reader.chats(chats["advice"], "chats.json: advice", ("plan",)),
         lines,
+        reader.texting(json_of("texting.json")),
     )
 
 
@@ -534,6 +593,92 @@ class _Reader:
             if name in _BY_NAME and all("{user}" in line for line in lines[name]):
                 _fail(where, "has no line without {user}, for a user who asked for a nickname")
         return Lines(**lines)
+
+    def texting(self, value: object) -> Texting:
+        where = "texting.json"
+        keys = ["chances", "long", "split before", "split before a value", "gap s"]
+        keys += ["rewrites", "abbreviations"]
+        pools = ("openers", "closers", "tails", "emojis", "weekdays", "months")
+        found = _fields_of(value, where, (*keys, *pools, "dates", "times", "dollars"))
+        names = [f.name for f in fields(Chances)]
+        raw = _fields_of(
+            found["chances"], f"{where}: chances", [n.replace("_", " ") for n in names]
+        )
+        chances: dict[str, float] = {}
+        for name in names:
+            chance = raw[name.replace("_", " ")]
+            if (
+                isinstance(chance, bool)
+                or not isinstance(chance, int | float)
+                or not 0 <= chance <= 1
+            ):
+                _fail(f"{where}: chances: {name.replace('_', ' ')}", "is not a number from 0 to 1")
+            chances[name] = float(chance)
+        if not _whole(found["long"]) or found["long"] < 2:
+            _fail(f"{where}: long", "is not a whole number of at least 2")
+        low, high = _numbers(found["gap s"], 2, f"{where}: gap s")
+        if low < 1:
+            _fail(f"{where}: gap s", "is not at least 1 second")
+        counts = {"weekdays": 7, "months": 12}
+        said = {n: _strings(found[n], f"{where}: {n}", counts.get(n, 0)) for n in pools}
+        times = _fields_of(found["times"], f"{where}: times", ("on the hour", "with minutes"))
+        dollars = _fields_of(found["dollars"], f"{where}: dollars", ("under 1000", "from 1000"))
+        return Texting(
+            Chances(**chances),
+            found["long"],
+            _strings(found["split before"], f"{where}: split before"),
+            _strings(found["split before a value"], f"{where}: split before a value"),
+            (low, high),
+            self.phrases(found["rewrites"], f"{where}: rewrites"),
+            self.phrases(found["abbreviations"], f"{where}: abbreviations"),
+            said["openers"],
+            said["closers"],
+            said["tails"],
+            said["emojis"],
+            said["weekdays"],
+            said["months"],
+            tuple(
+                self.date_form(d, f"{where}: dates[{i}]")
+                for i, d in enumerate(_list(found["dates"], f"{where}: dates"))
+            ),
+            self.templates(times["on the hour"], ("h", "ap"), f"{where}: times: on the hour"),
+            self.templates(
+                times["with minutes"], ("h", "mm", "ap"), f"{where}: times: with minutes"
+            ),
+            self.templates(dollars["under 1000"], ("n",), f"{where}: dollars: under 1000"),
+            self.templates(dollars["from 1000"], ("n", "k"), f"{where}: dollars: from 1000"),
+        )
+
+    def phrases(self, value: object, where: str) -> dict[str, str]:
+        found = _object(value, where)
+        if not found or not all(isinstance(v, str) and k and v for k, v in found.items()):
+            _fail(where, "is not an object of one or more phrases and what they become")
+        return dict(found)
+
+    def date_form(self, value: object, where: str) -> DateForm:
+        found = _fields_of(value, where, ("weight", "say"), ("days", "week", "weekend", "bare"))
+        if ("days" in found) == ("week" in found):
+            _fail(where, "says which dates it is for with one of 'days' and 'week'")
+        days = _numbers(found["days"], 2, f"{where}: days") if "days" in found else None
+        if days is not None and days[0] < 1:
+            _fail(f"{where}: days", f"{list(days)}: a date is said from 1 day ahead")
+        week = found.get("week")
+        if week is not None and (not _whole(week) or week not in (0, 1, 2)):
+            _fail(f"{where}: week", "is not 0 (this week), 1 (the next) or 2 (the one after)")
+        weekend, bare = (found.get(f, False) for f in ("weekend", "bare"))
+        if not isinstance(weekend, bool) or not isinstance(bare, bool):
+            _fail(where, "has 'weekend' or 'bare' other than true or false")
+        if not _whole(found["weight"]) or found["weight"] < 1:
+            _fail(f"{where}: weight", "is not a whole number of at least 1")
+        known = ("wd", "weekday", "day", "nth", "mon", "month", "m")
+        return DateForm(
+            (days[0], days[1]) if days else None,
+            week,
+            weekend,
+            found["weight"],
+            self.templates(found["say"], known, f"{where}: say"),
+            bare,
+        )
 
 
 def _days_ahead(low: int, high: int) -> Slot:
