@@ -1,6 +1,6 @@
 """How well memevict.importance's rules tell the turns that matter, and how fast.
 
-    python benchmarks/labeler_quality.py [SEEDS] [--json FILE]
+    python benchmarks/labeler_quality.py [SEEDS] [--locomo FILE ...] [--json FILE]
 
 - Multi-session generator (memevict.simulate.sessions, 20 sessions a seed):
   AUC of the rules' importance against "the turn is evidence for a question"
@@ -12,6 +12,11 @@
   business data" (importance >= 7), and how often the rules give the
   generator's category exactly.
 - Speed: the rules' mean µs per message over every generated text (CPU time).
+- With ``--locomo``, LoCoMo-format files (real conversations): the AUC against "the turn
+  is evidence for a question" per file and pooled, and by rule: the share of turns each
+  rule decides and the share of those that are evidence (docs/simulate.md's table); the
+  same by length (under 20 tokens or not, four characters a token) and, for the questions
+  of each LoCoMo category, how often an evidence turn is under 20 tokens.
 
 Both generators were written without reading the rules (and the rules without
 reading the generators), but they are still ours: real conversations may
@@ -29,6 +34,7 @@ from _harness import Run, parser
 
 from memevict.importance import Message, label
 from memevict.simulate.generator import generate
+from memevict.simulate.locomo import read_locomo
 from memevict.simulate.sessions import generate_sessions
 from memevict.simulate.transcript import MemoryTurn
 
@@ -102,12 +108,66 @@ def measure(seeds: int) -> dict[str, Any]:
     }
 
 
+SHORT = 20  # tokens: a short line (about 80 characters)
+
+
+def by_rule(paths: Sequence[str]) -> dict[str, Any]:
+    """What the rules do on real conversations: AUC per file and pooled, and by rule the
+    share of turns and of them evidence."""
+    turns = Counter[tuple[str, bool]]()
+    lengths = Counter[tuple[bool, bool]]()
+    aucs: dict[str, float] = {}
+    pooled: tuple[list[float], list[float]] = ([], [])
+    categories = Counter[tuple[str, bool]]()
+    for path in paths:
+        for t in read_locomo(path):
+            evidence = {e for q in t.questions for e in q.evidence}
+            pos, neg = [], []
+            short: dict[str, bool] = {}
+            for e in t.events:
+                if isinstance(e, MemoryTurn):
+                    found = label(Message(e.text or "", role=e.role))
+                    is_evidence = e.id in evidence
+                    (pos if is_evidence else neg).append(found.importance)
+                    turns[found.rule, is_evidence] += 1
+                    short[e.id] = len(e.text or "") < 4 * SHORT
+                    lengths[short[e.id], is_evidence] += 1
+            for q in t.questions:
+                categories[q.category or "?", any(short.get(e, False) for e in q.evidence)] += 1
+            aucs[t.source] = auc(pos, neg)
+            pooled[0].extend(pos)
+            pooled[1].extend(neg)
+    total = sum(turns.values())
+    rules = sorted({r for r, _ in turns}, key=lambda r: -(turns[r, True] + turns[r, False]))
+    table = {}
+    print(f"LoCoMo-format, {len(aucs)} conversations: AUC pooled {auc(*pooled):.3f}")
+    for source, value in aucs.items():
+        print(f"  {source}: {value:.3f}")
+    print(f"  {'rule':<20} {'turns':>6} {'share':>6} {'evidence':>9}")
+    for rule in rules:
+        yes, no = turns[rule, True], turns[rule, False]
+        table[rule] = {"turns": yes + no, "share": (yes + no) / total, "evidence": yes / (yes + no)}
+        print(f"  {rule:<20} {yes + no:>6} {(yes + no) / total:>6.1%} {yes / (yes + no):>9.1%}")
+    for is_short in (True, False):
+        yes, no = lengths[is_short, True], lengths[is_short, False]
+        name = f"under {SHORT} tokens" if is_short else f"{SHORT} tokens or more"
+        print(f"  {name}: {yes + no} turns, {yes / max(1, yes + no):.1%} evidence")
+    for category in sorted({c for c, _ in categories}):
+        yes, no = categories[category, True], categories[category, False]
+        share = yes / (yes + no)
+        print(f"  questions of category {category}: {yes + no}, {share:.0%} with a short evidence")
+    return {"auc_pooled": auc(*pooled), "auc": aucs, "by_rule": table}
+
+
 def main() -> None:
     cli = parser(__doc__)
     cli.add_argument("seeds", nargs="?", type=int, default=10)
+    cli.add_argument("--locomo", nargs="+", default=[], metavar="FILE")
     opts = cli.parse_args()
     run = Run(opts)
     found = measure(opts.seeds)
+    if opts.locomo:
+        found["locomo"] = by_rule(opts.locomo)
     run.row(
         "The labeler's quality",
         f"AUC against evidence, generated multi-session: {found['multi_session_auc_mean']:.3f}"

@@ -386,6 +386,63 @@ def test_a_question_is_kept_with_its_answer(server: Server) -> None:
         middleware.close()
 
 
+def _paid(n: int, error: bool) -> list[dict[str, str]]:
+    """A user's request, the tool call it causes and the tool's answer (OpenAI items)."""
+    out = "payment gateway returned 402: card ending 4242 declined" if error else "paid"
+    return [
+        _user(f"Please pay order {n} with my card ending 4242."),
+        {"type": "function_call", "call_id": f"c{n}", "name": "charge", "arguments": f"{n}"},
+        {"type": "function_call_output", "call_id": f"c{n}", "output": f"order {n}: {out}"},
+    ]
+
+
+def test_a_tool_exchange_lifts_its_request_to_its_own_importance(server: Server) -> None:
+    """A request whose tool call failed takes the error's importance (tool_error, 8), not
+    the error's less ASKED_BELOW as for an answer: a tool call kept is kept with the
+    request that explains it. A routine one stays as it was (its exchange is context)."""
+
+    async def run() -> None:
+        session = MemevictSession("lifted", url=_url(server), max_tokens=2000)
+        try:
+            await session.clear_session()
+            await session.add_items([*_paid(1, error=True), *_paid(2, error=False)])
+            texts = {m.text or "": m for m in await session.store.top(10)}
+
+            def memory(needle: str) -> Any:
+                (found,) = [m for text, m in texts.items() if needle in text]
+                return found
+
+            error, request = memory("402"), memory("order 1 with")
+            assert error.importance == 8.0  # (tool_error: not graded)
+            assert request.importance == error.importance
+            routine, paid = memory("order 2 with"), memory("order 2: paid")
+            assert routine.importance > paid.importance  # (not lowered to its exchange's)
+        finally:
+            await session.clear_session()
+            await session.close()
+
+    asyncio.run(run())
+
+
+def test_tool_calls_and_results_are_not_indexed(server: Server) -> None:
+    """Recall brings back messages, never a bare tool exchange without the request that
+    explains it: a tool call and its result are stored but not indexed."""
+
+    async def run() -> None:
+        session = MemevictSession("unindexed-tools", url=_url(server), max_tokens=2000)
+        try:
+            await session.clear_session()
+            await session.add_items(_paid(7, error=True))
+            assert await session.store.search("declined gateway", 5) == []
+            found = await session.store.search("pay order card", 5)
+            assert len(found) == 1 and "Please pay order 7" in (found[0].memory.text or "")
+        finally:
+            await session.clear_session()
+            await session.close()
+
+    asyncio.run(run())
+
+
 # ---------------------------------------------------------------------------
 # What was just said is sent, whatever its rank
 

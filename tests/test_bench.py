@@ -578,6 +578,25 @@ def test_the_tool_heavy_script_runs(tmp_path: Path) -> None:
 
 
 @functools.cache
+def test_a_tool_heavy_agent_keeps_its_error_and_requests_through_each_adapter(
+    tmp_path: Path,
+) -> None:
+    """Issue 40's tool-heavy bar at a smaller size: 40 turns at 800 tokens through each
+    framework. memevict sends turn 7's tool error with its call in every later model call
+    and at most 10% of the tool calls it sends lack the request that caused them; FIFO
+    loses the error."""
+    out = tmp_path / "run.json"
+    args = ["--turns", "40", "--max-tokens", "800", "--json", str(out)]
+    assert _benchmark("tool_heavy").main(args) == 0
+    data = json.loads(out.read_text())
+    for adapter, sides in data["adapters"].items():
+        kept, fifo = sides["memevict"], sides["fifo"]
+        assert kept["error_with_call"] == kept["calls_after_error"] == 64, adapter
+        assert kept["needed_with_error"] == kept["needed_calls"] == 3, adapter
+        assert kept["tool_calls_without_user"] <= 0.1 * kept["tool_calls_sent"], adapter
+        assert fifo["error_any"] < fifo["calls_after_error"], adapter
+
+
 def _benchmark(name: str) -> ModuleType:
     """A script of benchmarks/ as a module (it puts benchmarks/ on sys.path for _harness)."""
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")

@@ -99,12 +99,23 @@ AGENT = [
         "tool_call",
         kind="function_call",
     ),
+    # a routine lookup is context, key data or not: the answer relaying it ranks as key data
+    case(
+        "Order #4521 shipped to Acme Corp, total $1,250.00",
+        "context",
+        "tool_output",
+        role="tool",
+    ),
     case(
         "Order #4521 shipped to Acme Corp, total $1,250.00",
         "business",
-        "tool_key_data",
-        role="tool",
+        "key_data",
+        role="assistant",
     ),
+    # what later turns need from a tool: an error, a refusal, nothing found
+    case("payment declined: card ending 4242 (insufficient funds)", "tool_error", role="tool"),
+    case("Access denied for user ops@acme.example", "tool_error", role="tool"),
+    case("No order found with id 99812", "tool_error", "tool_error_text", role="tool"),
     # key business data
     case("The customer's budget is $50k and the deadline is March 3.", "business", "key_data"),
     case("Please send the invoice to billing@acme.example", "business", "key_data"),
@@ -159,6 +170,12 @@ CONVERSATION = [
         "personal_statement",
     ),
     case("I've always wanted to learn how to sail.", "conclusion", "personal_statement"),
+    # plans and what the speaker cares about, as people say them
+    case("I'm off to do some kickboxing!", "conclusion", "personal_statement"),
+    case("I'd love to work with kids someday.", "conclusion", "personal_statement"),
+    case("I'm really passionate about fixing up old bikes.", "conclusion", "personal_statement"),
+    case("Family dinners mean a lot to me.", "conclusion", "personal_statement"),
+    case("That's so kind, it means a lot to me.", "conclusion", "personal_statement"),
     # what the speaker did or does, as people chat: the subject dropped too
     case("I set up a 5K charity run in our neighborhood.", "business", "personal_fact"),
     case("Just started doing aerial yoga, it's great.", "conclusion", "personal_statement"),
@@ -336,9 +353,11 @@ def test_a_speaker_role_is_a_person() -> None:
 def test_a_long_tool_output_is_read_at_both_ends() -> None:
     middle = "line of ordinary output\n" * 2000
     tail = label(Message(middle + "RuntimeError: worker crashed", role="tool"))
-    head = label(Message("Invoice INV-2024-17 for $980\n" + middle, role="tool"))
+    head = label(
+        Message("upload rejected: invoice INV-2024-17 is a duplicate\n" + middle, role="tool")
+    )
     assert tail.category == "tool_error"
-    assert head.category == "business"
+    assert head.category == "tool_error"
     hidden = label(Message(middle[:30_000] + "Traceback" + middle[:30_000], role="tool"))
     assert hidden.category == "context"
 

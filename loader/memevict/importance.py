@@ -44,10 +44,13 @@ In this order; the first that applies decides, and ``Label.rule`` is its name.
  4. ``tool_error_text`` -> tool_error: from a tool, with a strong or a weak error signature
     (below). A status "ok"/"success"/"completed" does not overrule the text: a call that
     completed may have run a command that failed.
- 5. ``tool_key_data`` -> business: from a tool, with key data (below).
- 6. ``tool_output`` -> context: any other tool output. Tool outputs never reach the rules
-    below, so a fetched page saying "from now on ..." is data, not an order.
- 7. ``standing_order`` -> instruction: not from the agent; an order meant to last. Anywhere:
+ 5. ``tool_output`` -> context: any other tool output, key data or not. A routine lookup
+    ("order 86 shipped; tracking T86-0") is context: the agent's answer that tells the
+    user what it found carries the value on, and is ranked by rule 10 (key data); an
+    error, a refusal or nothing found (rule 4) is what later turns need. Tool outputs
+    never reach the rules below, so a fetched page saying "from now on ..." is data, not
+    an order.
+ 6. ``standing_order`` -> instruction: not from the agent; an order meant to last. Anywhere:
     "from now on", "going forward", "from here on", "for all future", "in (the) future,
     please/always/never/use ...", "I want/I'd like/I need you to", "address me as",
     "call me <Name>", "remind me", "keep/make (your) answers/replies/responses ...", "I
@@ -60,40 +63,40 @@ In this order; the first that applies decides, and ``Label.rule`` is its name.
     reply/...", "answer/reply/respond/write in <language or format>". Idioms and stories are
     not orders: "never mind", "never give up", "never saw it coming", "don't worry",
     "always happy to help", "they remind me why ...".
- 8. ``credential`` -> instruction: "my/our/the/your <API key, password, token, secret, PIN,
+ 7. ``credential`` -> instruction: "my/our/the/your <API key, password, token, secret, PIN,
     passphrase, username, (deploy) key, ...> is/are/=/: <value>" (not "... is wrong/expired/
     too weak", nor "the key is to ...").
- 9. ``setting`` -> instruction: not from the agent; a sentence opening with "set/change/
+ 8. ``setting`` -> instruction: not from the agent; a sentence opening with "set/change/
     switch/update ... to", "enable", "disable", "turn on/off", or an ``ENV_VAR=value``.
-10. ``error_signature`` -> tool_error: a strong error signature (below), from anyone.
-11. ``key_data`` -> business: key data (below).
-12. ``personal_fact`` -> business: a personal signal and a time, number or name signal:
+ 9. ``error_signature`` -> tool_error: a strong error signature (below), from anyone.
+10. ``key_data`` -> business: key data (below).
+11. ``personal_fact`` -> business: a personal signal and a time, number or name signal:
     "yesterday I went to Lisbon", "my sister turns 30", "I'm moving in June".
-13. ``dated_event`` -> business: not a question; a time signal with a number or a name:
+12. ``dated_event`` -> business: not a question; a time signal with a number or a name:
     "Anna's wedding is on June 12", "the certificate expires on 2024-07-01".
-14. ``conclusion`` -> conclusion: not a question; "root cause", "in summary", "to sum up",
+13. ``conclusion`` -> conclusion: not a question; "root cause", "in summary", "to sum up",
     "in conclusion", "I/we conclude", "the fix/solution/cause/culprit/problem/issue/answer/
     reason is/was", "therefore", "which means", "this means/shows/confirms/suggests", "(it)
     turns out", "TL;DR", "in short", "bottom line", "all in all", "overall,", "I've found
     that".
-15. ``personal_statement`` -> conclusion: a personal signal alone: "I love hiking", "my
+14. ``personal_statement`` -> conclusion: a personal signal alone: "I love hiking", "my
     sister is visiting", "we decided to sell the house". Later questions ask about these,
     so they rank above context and below a fact anchored by a date or a name.
-16. ``named_or_timed`` -> conclusion: not a question; a time or a name signal without a
+15. ``named_or_timed`` -> conclusion: not a question; a time or a name signal without a
     personal one: "The concert in Portland was unreal", "the block party is next
     weekend". Who and when are what later questions ask; such a turn is evidence about as
     often as a personal statement (32% against 10% for the rest of context, on real
     conversations: benchmarks/HISTORY.md).
-17. ``chitchat`` -> chitchat: no personal signal, and one of: at most 15 words with at
+16. ``chitchat`` -> chitchat: no personal signal, and one of: at most 15 words with at
     least one social phrase per five words and no time or number ("That's awesome!",
     "Haha yes", "Sounds great, take care, Mel": a name is allowed, it is usually the person
     addressed); a question of at most 8 words with no number or name ("How about you?",
     "What do you think?"); at most 3 words with no time, number or name ("go ahead").
-18. ``context`` -> context: everything else, such as a long turn with no concrete signal.
+17. ``context`` -> context: everything else, such as a long turn with no concrete signal.
 
 Signals
 -------
-Looked for by rules 11-17, each at most once per message and only when a rule asks:
+Looked for by rules 10-16, each at most once per message and only when a rule asks:
 
 - *time*: yesterday, today, tonight, tomorrow; this/last/next/past/coming morning, night,
   week(end), month, year, season or weekday; "... minutes/hours/days/weeks/months/years
@@ -120,8 +123,10 @@ Looked for by rules 11-17, each at most once per message and only when a rule as
     quit/retired/visited/went/met/won/lost/failed/...", "I've been <doing>";
   - "I'm/we're going to/gonna/planning/thinking of/hoping to/about to/moving/visiting/
     flying/leaving/starting ...", "I/we (have) decided/plan/booked/scheduled/signed up/
-    applied ...", "I/we (always) want(ed) to/hope to/would love to", "my/our plan/goal/
-    decision";
+    applied ...", "I/we (always) want(ed) to/hope to/would love to", "I'd love/like to",
+    "my/our plan/goal/decision", "I'm off to/heading to ...";
+  - what the speaker cares about: "I'm (so) keen on/passionate about/into/interested in/
+    proud of/excited about ...", "... means a lot to me", "my fave/main ...";
   - what the speaker did or does: "I/we (just) <any verb in -ed>" or a common irregular
     past (made, did, saw, took, found, went, got, ...), "I play/paint/volunteer/teach/...",
     "I'm (currently) <doing>", and the same with the subject dropped, as chat does, at a
@@ -163,7 +168,9 @@ failure, not a system's).
   node/host/network/prod/system> is/are/went down"; outage; alert(s) fired/triggered.
 - *weak* (tool outputs only): error(s), fail(s/ed/ing/ure), denied, refused, forbidden,
   unauthorized, not found, no such, invalid, cannot, can't, could not, unable to,
-  unavailable, timeout, crash(ed), abort(ed), killed, panic, fatal, exception(s).
+  unavailable, timeout, crash(ed), abort(ed), killed, panic, fatal, exception(s); a
+  refusal (declined, rejected, insufficient) and nothing found ("does not exist", "nothing
+  found", "no orders/results/records/... found", "0 results").
 
 Your own labeler
 ----------------
@@ -358,7 +365,10 @@ _STRONG_ERROR_CASED = re.compile(  # KeyError, SomeException (not a bare "Error"
 _WEAK_ERROR = re.compile(
     rf"{_B}(?:errors?|fail(?:ed|ure|ures|s|ing)?|denied|refused|forbidden|unauthori[sz]ed"
     r"|not found|no such|invalid|cannot|can'?t|could not|couldn'?t|unable to|unavailable"
-    r"|timeout|crash(?:ed|es)?|abort(?:ed)?|killed|panic|fatal|exceptions?)\b"
+    r"|timeout|crash(?:ed|es)?|abort(?:ed)?|killed|panic|fatal|exceptions?"
+    r"|declined|rejected|insufficient|(?:does ?n[o']?t|did ?n[o']?t|not) exist|nothing found"
+    r"|(?:no|zero|0) (?:results?|matches|records?|rows?|orders?|items?|entries|users?"
+    r"|accounts?|customers?|files?|data) (?:were |was )?(?:found|returned|matched))\b"
 )
 
 _DIGIT = re.compile(r"\d")
@@ -479,6 +489,11 @@ _FACT = (  # personal facts, preferences and life events
     r"(?:love|like|enjoy|hate|prefer|adore|dislike)s? (?!"
     + _any("it that this those these them you yours? the_idea")
     + r"\b)\w"
+    # what the speaker cares about: "I'm passionate about education", "it means a lot to me"
+    r"|(?:i|we)(?:'m| am|'re| are) (?:so |really |super |very |pretty )?(?:keen on"
+    r"|passionate about|into|interested in|obsessed with|proud of|excited (?:about|for|to))"
+    r" (?!(?:it|that|this|them|you)\b)"
+    r"|means? (?:a lot|so much|the world) to (?:me|us)\b|(?:my|our) (?:fave|main)\b"
     r"|(?:i|we)(?:'ve| have| had)?(?: just| finally| recently| also)? "
     + _any(
         "moved adopted started finished bought graduated got_married got_engaged got_divorced"
@@ -496,7 +511,9 @@ _PLAN = (  # plans and decisions
     r"|(?:i|we)(?:'ve| have)? (?:decided|plan|planned|intend|booked|scheduled|registered"
     r"|signed up|enrolled|applied|chose|picked)\b"
     r"|(?:i|we)(?:'ve| have)?(?: always| really)? (?:want(?:ed)? to|wanna|hope to|hoped to"
-    r"|would love to|'d love to)\b|(?:my|our) (?:plan|goal|decision)\b"
+    r"|would love to)\b|(?:i|we)'d (?:love|like) to\b|(?:my|our) (?:plan|goal|decision)\b"
+    # where the speaker is going next: "I'm off to do some taekwondo"
+    r"|(?:i|we)(?:'m| am|'re| are) (?:just )?(?:off to|heading (?:to|out|off)|headed to)\b"
 )
 _PERSONAL = re.compile(rf"{_B}(?:{_FACT}|{_PLAN})")
 _SOCIAL = re.compile(
@@ -666,7 +683,6 @@ _RULES: Final[tuple[_Rule, ...]] = (
     ("system_prompt", lambda m: m.system, "instruction"),
     ("tool_call", lambda m: m.call, "context"),
     ("tool_error_text", lambda m: m.from_tool and (m.strong_error or m.weak_error), "tool_error"),
-    ("tool_key_data", lambda m: m.from_tool and m.key_data, "business"),
     ("tool_output", lambda m: m.from_tool, "context"),
     ("standing_order", _standing_order, "instruction"),
     ("credential", lambda m: _CREDENTIAL.search(m.low) is not None, "instruction"),

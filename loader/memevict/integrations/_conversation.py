@@ -48,8 +48,11 @@ MAX_HOT = 100_000
 # coverage on real conversations rises with it; the current turn is always sent).
 HALF_LIFE_MEMORIES = 2000.0
 # A user's message ranks this far below what answers it, at least (see _items): up to
-# the answer's importance, the questions take budget the answers need (HISTORY.md).
+# the answer's importance, the questions take budget the answers need (HISTORY.md). A tool
+# exchange it caused (a group: the call and its result) lifts it to the exchange's own
+# importance: a tool call kept is kept with the request that explains it.
 ASKED_BELOW = 2.0
+
 PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIES)
 # An item over the whole budget is remembered at this importance, alone, so that it goes
 # straight to the cold tier (recallable) without evicting anything else.
@@ -280,7 +283,7 @@ RECALL_DOC = (
 )
 RECALL_K = 5  # the messages a call returns at most, by default
 RECALL_TOKENS = 1000  # the tokens of its answer at most (count_tokens), by default
-# Every answer starts with one of these (see is_recall).
+# Every answer starts with one of these.
 _FOUND, _NONE = "Earlier messages of this conversation ", "No earlier message of this conversation "
 RECALL_OFF = (
     f"{_NONE}can be searched: its adapter was made with recall_share=0, so its messages "
@@ -303,13 +306,11 @@ def check_recall(k: int, max_tokens: int) -> None:
         raise BadArgument(f"max_tokens must be a whole number of 100 or more, got {max_tokens!r}")
 
 
-def is_recall(message: Message) -> bool:
-    """Whether ``message`` is a call of recall_memory or its answer: not indexed (an answer
-    repeats messages that are, and a search would find it, and itself, again)."""
-    if message.kind == "function_call":
-        lines = [line for line in message.text.splitlines() if line]
-        return bool(lines) and all(line.startswith(f"{RECALL_TOOL}(") for line in lines)
-    return message.kind == "function_call_output" and message.text.startswith((_FOUND, _NONE))
+def is_tool(message: Message) -> bool:
+    """Whether ``message`` is a tool call (kind ``*_call``: function_call, and the other
+    tools' calls the OpenAI SDK names so) or a tool's result (kind ``*_output``), as every
+    adapter's ``message_of`` gives them."""
+    return (message.kind or "").endswith(("_call", "_output"))
 
 
 def _shown(query: str) -> str:
@@ -550,17 +551,19 @@ class BaseConversation(Generic[StoreT]):
     def _items(self, entries: Sequence[Entry], importances: Sequence[float]) -> list[Item]:
         """The memories of ``entries``. A user's message takes the importance of what
         answers it (the items after it, up to the next user message) less ASKED_BELOW
-        where that is higher, so that an answer kept is seldom kept without its
-        question: in the same call, or by remembering the question again (with its
-        text) before the answer."""
+        where that is higher, and the whole importance of a tool call or result it
+        caused, so that an answer kept is seldom kept without its question and
+        a tool call never: in the same call, or by remembering the question again (with
+        its text) before the answer."""
         items = [self._item(e, i) for e, i in zip(entries, importances, strict=True)]
         out: list[Item] = []
         for entry, item in zip(entries, items, strict=True):
             asked = self._asked
+            lift = item.importance - (0.0 if is_tool(entry.message) else ASKED_BELOW)
             if entry.message.role == "user":
                 self._asked = item if item.importance != OVER_BUDGET_IMPORTANCE else None
-            elif asked is not None and item.importance - ASKED_BELOW > asked.importance:
-                self._asked = replace(asked, importance=item.importance - ASKED_BELOW)
+            elif asked is not None and lift > asked.importance:
+                self._asked = replace(asked, importance=lift)
                 if asked in out:  # (asked in this call: remembered once, lifted)
                     out[out.index(asked)] = self._asked
                 else:
@@ -569,8 +572,11 @@ class BaseConversation(Generic[StoreT]):
         return out
 
     def _index(self, entry: Entry) -> bool:
-        """Whether the namespace indexes the memory of ``entry`` (see is_recall)."""
-        return bool(self._wanted["index"]) and not is_recall(entry.message)
+        """Whether the namespace indexes the memory of ``entry``: not a tool call or result
+        (recall_memory's own among them): recall brings back what was said,
+        never a bare tool exchange without the request that explains it (the agent's
+        answer carries what the tool found)."""
+        return bool(self._wanted["index"]) and not is_tool(entry.message)
 
     def _cost(self, entries: Iterable[Entry]) -> int:
         return sum(map(self._count, entries))
