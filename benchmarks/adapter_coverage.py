@@ -2,14 +2,16 @@
 context an agent sends still answers, memevict against FIFO of the same token budget.
 
     python benchmarks/adapter_coverage.py [PATH ...] [--generated N]
-        [--adapters openai,langchain,pydantic-ai] [--budgets 2000,5000,10000]
-        [--policy FIELD=VALUE ...] [--labeler NAME] [--url URL] [--per-question]
+        [--style prose|texting] [--adapters openai,langchain,pydantic-ai]
+        [--budgets 2000,5000,10000] [--policy FIELD=VALUE ...] [--labeler NAME]
+        [--token-weight X] [--url URL] [--per-question]
         [--query question,previous] [--json FILE]
 
 PATH: a LoCoMo conversation, one sample (``speaker_a``, ``speaker_b``, ``session_N``,
 ``qa`` at the top level) or a list of samples (sessions under ``conversation``).
 ``--generated N``: also N conversations of memevict's own generator
-(``memevict.simulate.sessions.generate_sessions(seed, 20)``, seeds 1..N).
+(``memevict.simulate.sessions.generate_sessions(seed, 20, style=...)``, seeds 1..N;
+``--style texting``: as people text). ``--token-weight X``: the adapters' ``token_weight``.
 ``--policy FIELD=VALUE``: a Policy field passed to every adapter's constructor (repeatable).
 ``--labeler NAME``: the adapters' labeler, as ``memevict.importance.load_labeler`` reads it.
 Without ``--url`` it starts a throwaway Valkey (the one the package ships) on a free
@@ -225,9 +227,9 @@ def conversation_of(transcript: Transcript, path: Path) -> Conversation:
     return Conversation(name, turns, questions, notes)
 
 
-def generated(seed: int) -> Conversation:
+def generated(seed: int, style: str = "prose") -> Conversation:
     """A conversation of memevict's multi-session generator (20 sessions)."""
-    transcript = generate_sessions(seed, 20)
+    transcript = generate_sessions(seed, 20, style=style)
     turns = [
         Turn(e.id, "user" if e.role == "user" else "assistant", e.text or "")
         for e in transcript.events
@@ -745,6 +747,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     cli = parser(__doc__)
     cli.add_argument("paths", nargs="*", type=Path, help="LoCoMo JSON files")
     cli.add_argument("--generated", type=int, default=0, help="N generated conversations")
+    cli.add_argument("--style", choices=("prose", "texting"), default="prose")
+    cli.add_argument(
+        "--token-weight", type=float, default=0.0, help="the adapters' token_weight (0..1)"
+    )
     cli.add_argument("--adapters", default=",".join(ADAPTERS))
     cli.add_argument("--budgets", type=_numbers, default=list(BUDGETS))
     cli.add_argument("--policy", action="append", default=[], metavar="FIELD=VALUE")
@@ -796,8 +802,10 @@ def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
     policy = parse_policy(args.policy)
     if args.labeler:
         policy["labeler"] = load_labeler(args.labeler)
+    if args.token_weight:
+        policy["token_weight"] = args.token_weight
     conversations = [c for path in args.paths for c in read_path(path)]
-    conversations += [generated(seed) for seed in range(1, args.generated + 1)]
+    conversations += [generated(seed, args.style) for seed in range(1, args.generated + 1)]
     report: dict[str, Any] = {
         "adapters": args.adapters,
         "budgets": args.budgets,

@@ -3,7 +3,8 @@ that later turns need, of the user messages behind tool calls, and of a value as
 again at the end, memevict against FIFO of the same token budget.
 
     python benchmarks/tool_heavy.py [--turns 100] [--max-tokens 2000] [--seed 0]
-        [--adapters openai,langchain,pydantic] [--binary valkey|redis|PATH] [--json FILE]
+        [--adapters openai,langchain,pydantic] [--binary valkey|redis|PATH]
+        [--token-weight X] [--json FILE]
 
 The conversation is ``memevict.simulate.tool_heavy.tool_heavy(turns, seed)``: each user
 turn makes the agent call one tool, then answer; turn 7's call fails with a payment
@@ -297,7 +298,9 @@ async def _replay_openai(script: Script, url: str, budget: int, side: str) -> No
     )
     run = RunConfig(tracing_disabled=True)
     session: Any = (
-        oa.MemevictSession(f"tool-heavy-{secrets.token_hex(6)}", url=url, max_tokens=budget)
+        oa.MemevictSession(
+            f"tool-heavy-{secrets.token_hex(6)}", url=url, max_tokens=budget, **ADAPTER_ARGS
+        )
         if side == "memevict"
         else FifoSession(budget)
     )
@@ -423,7 +426,7 @@ class FifoMiddleware(AgentMiddleware):
 
 def replay_langchain(script: Script, url: str, budget: int, side: str) -> None:
     middleware: Any = (
-        lc.MemevictMiddleware(url=url, max_tokens=budget)
+        lc.MemevictMiddleware(url=url, max_tokens=budget, **ADAPTER_ARGS)
         if side == "memevict"
         else FifoMiddleware(budget)
     )
@@ -534,7 +537,9 @@ def pydantic_fifo(budget: int) -> Callable[[list[ModelMessage]], list[ModelMessa
 
 async def _replay_pydantic(script: Script, url: str, budget: int, side: str) -> None:
     history = (
-        pa.MemevictHistory(f"tool-heavy-{secrets.token_hex(6)}", url=url, max_tokens=budget)
+        pa.MemevictHistory(
+            f"tool-heavy-{secrets.token_hex(6)}", url=url, max_tokens=budget, **ADAPTER_ARGS
+        )
         if side == "memevict"
         else None
     )
@@ -560,6 +565,9 @@ async def _replay_pydantic(script: Script, url: str, budget: int, side: str) -> 
 def replay_pydantic(script: Script, url: str, budget: int, side: str) -> None:
     asyncio.run(_replay_pydantic(script, url, budget, side))
 
+
+# Arguments every memevict adapter is made with besides its budget (--token-weight).
+ADAPTER_ARGS: dict[str, Any] = {}
 
 REPLAYS: dict[str, Callable[[Script, str, int, str], None]] = {
     "openai": replay_openai,
@@ -654,7 +662,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--seed", type=int, default=0)
     cli.add_argument("--adapters", default=",".join(ADAPTERS))
     cli.add_argument("--binary", default="valkey", help="valkey, redis or a server binary")
+    cli.add_argument("--token-weight", type=float, default=0.0, help="the adapters' token_weight")
     opts = cli.parse_args(argv)
+    ADAPTER_ARGS.clear()
+    if opts.token_weight:
+        ADAPTER_ARGS["token_weight"] = opts.token_weight
     adapters = [a for a in opts.adapters.split(",") if a]
     if not adapters or set(adapters) - set(ADAPTERS):
         cli.error(f"--adapters: choose from {', '.join(ADAPTERS)}")

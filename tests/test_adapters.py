@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from typing import Any
 
 import pytest
@@ -439,6 +440,52 @@ def test_tool_calls_and_results_are_not_indexed(server: Server) -> None:
         finally:
             await session.clear_session()
             await session.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5, True, "1", float("nan")])
+def test_a_token_weight_outside_0_to_1_is_refused(server: Server, weight: Any) -> None:
+    with pytest.raises(BadArgument, match="token_weight"):
+        MemevictSession("weighted", url=_url(server), token_weight=weight)
+
+
+def test_token_weight_ranks_a_message_by_its_value_per_token(server: Server) -> None:
+    """token_weight=1: a message's importance times WEIGHED_AT / its tokens (a short line
+    gains, a long one loses); a tool call or result, and a pinned instruction, as the
+    labeler gave them."""
+
+    async def run() -> None:
+        plain = MemevictSession("unweighted", url=_url(server), max_tokens=2000)
+        weighted = MemevictSession("weighted", url=_url(server), max_tokens=2000, token_weight=1)
+        items = [
+            _user("From now on, answer in French."),
+            _user("I adopted a puppy named Max last week!"),
+            _user("We talked about " + "the garden and the weather, " * 10 + "and more."),
+            *_paid(3, error=True)[1:],
+        ]
+        try:
+            for session in (plain, weighted):
+                await session.clear_session()
+                await session.add_items(items)
+            was = {m.text: m for m in await plain.store.top(10)}
+            now = {m.text: m for m in await weighted.store.top(10)}
+            assert was.keys() == now.keys() and len(was) == 5
+            for text, m in now.items():
+                before = was[text]
+                if before.whitelisted or "402" in (text or "") or '"charge"' in (text or ""):
+                    assert m.importance == before.importance, text
+                else:
+                    tokens = approx_tokens(json.loads(text or "")["content"])
+                    assert m.importance == pytest.approx(before.importance * 25 / tokens)
+            short = next(m for t, m in now.items() if "puppy" in (t or ""))
+            long = next(m for t, m in now.items() if "garden" in (t or ""))
+            assert short.importance > was[short.text].importance
+            assert long.importance < was[long.text].importance
+        finally:
+            for session in (plain, weighted):
+                await session.clear_session()
+                await session.close()
 
     asyncio.run(run())
 

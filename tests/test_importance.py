@@ -170,6 +170,13 @@ CONVERSATION = [
         "personal_statement",
     ),
     case("I've always wanted to learn how to sail.", "conclusion", "personal_statement"),
+    # as people text: no apostrophes, abbreviations, casual dates
+    case("im a product manager at a solar startup", "conclusion", "personal_statement"),
+    case("im moving to denver next wknd!!", "business", "personal_fact"),
+    case("pls stop using tables in ur replies bc it bugs me", "instruction", "standing_order"),
+    case("dentist tmrw at 3", "business", "dated_event"),
+    case("my sisters bday is next wed", "business", "personal_fact"),
+    case("I sat in the sun all day", "context", "context"),  # (no day named: "sat", "sun")
     # plans and what the speaker cares about, as people say them
     case("I'm off to do some kickboxing!", "conclusion", "personal_statement"),
     case("I'd love to work with kids someday.", "conclusion", "personal_statement"),

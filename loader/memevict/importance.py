@@ -32,6 +32,11 @@ What the rules read
 - *A question*: the text ends with "?".
 - Only the first and last 1,000 characters of a longer text are read, so a megabyte of tool
   output costs what two pages do, and a traceback's last lines are still seen.
+- Texting forms are read as what they stand for: "im", "dont", "u", "ur", "pls", "bc",
+  "tmrw", "tonite", "wknd", "next wed" as "i'm", "don't", "you", "your", "please",
+  "because", "tomorrow", "tonight", "weekend", "next wednesday" (whole words only, and
+  none that is also an English word: "wed", "sat" and "sun" only after next, this, last,
+  on, by, until, till, from or every).
 
 Rules
 -----
@@ -533,6 +538,41 @@ _SOCIAL = re.compile(
 )
 
 
+# How people text, read as what it stands for before any rule looks: "im" as "i'm", "u"
+# as "you", "tmrw" as "tomorrow", "next wed" as "next wednesday". Whole words only, and
+# none that is also an English word (not "ill", "wed" or "sat" alone).
+_TEXTING_WORDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "im": "i'm", "ive": "i've", "youre": "you're", "dont": "don't",
+        "didnt": "didn't", "doesnt": "doesn't", "cant": "can't", "couldnt": "couldn't",
+        "isnt": "isn't", "wasnt": "wasn't", "havent": "haven't", "wouldnt": "wouldn't",
+        "u": "you", "ur": "your", "pls": "please", "plz": "please",
+        "thx": "thanks", "ty": "thank you", "bc": "because", "cuz": "because",
+        "b4": "before", "idk": "i don't know", "tbh": "to be honest", "rn": "right now",
+        "tmrw": "tomorrow", "tmr": "tomorrow", "tmrrw": "tomorrow", "2moro": "tomorrow",
+        "tomoz": "tomorrow", "tonite": "tonight", "2nite": "tonight", "yday": "yesterday",
+        "wknd": "weekend", "wkend": "weekend", "mins": "minutes", "hrs": "hours",
+    }
+)  # fmt: skip
+_TEXTING = re.compile(r"(?<![\w'])(?:" + "|".join(_TEXTING_WORDS) + r")(?![\w'])")
+_DAY_NAMES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+        "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+        "sat": "saturday", "sun": "sunday",
+    }
+)  # fmt: skip
+_SHORT_DAY = re.compile(
+    r"\b(next|this|last|on|by|until|till|from|every) (" + "|".join(_DAY_NAMES) + r")\b"
+)
+
+
+def _untexted(low: str) -> str:
+    """Lowercased text with its texting forms written out (see _TEXTING_WORDS)."""
+    low = _TEXTING.sub(lambda m: _TEXTING_WORDS[m.group(0)], low)
+    return _SHORT_DAY.sub(lambda m: f"{m.group(1)} {_DAY_NAMES[m.group(2)]}", low)
+
+
 # --- one message, as the rules see it ----------------------------------------------------
 
 
@@ -549,7 +589,7 @@ class _Seen:
         if len(text) > 2 * _READ:
             text = text[:_READ] + "\n" + text[-_READ:]
         self.text = text = text.replace("\u2019", "'")  # curly apostrophes
-        self.low = "\n" + text.lower()
+        self.low = "\n" + _untexted(text.lower())
         role, kind, self.status = (
             _lower(message.role),
             _lower(message.kind),

@@ -57,6 +57,9 @@ PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIE
 # An item over the whole budget is remembered at this importance, alone, so that it goes
 # straight to the cold tier (recallable) without evicting anything else.
 OVER_BUDGET_IMPORTANCE = 1e-6
+# token_weight: a message of this many tokens keeps its importance, a longer one loses some
+# (a shorter one gains), by (WEIGHED_AT / tokens) ** token_weight.
+WEIGHED_AT = 25
 _KNOWN = 10_000  # ids an adapter remembers having stored, per conversation
 
 
@@ -156,6 +159,9 @@ class Settings:
     # The share of the window's budget that memories matching the latest user message
     # fill (memevict.commands.recall_share's when None; 0: none, and no index kept).
     recall_share: float | None = None
+    # How much a message's length lowers its rank (see BaseConversation._weighted): 0,
+    # importance alone; 1, importance per token.
+    token_weight: float = 0.0
 
     def namespace_policy(self) -> Policy:
         """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
@@ -456,6 +462,9 @@ class BaseConversation(Generic[StoreT]):
             isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1
         ):
             raise BadArgument(f"recall_share must be None or a number in [0, 1], got {share!r}")
+        weight = settings.token_weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+            raise BadArgument(f"token_weight must be a number in [0, 1], got {weight!r}")
         self._wanted: dict[str, float | int | str] = {
             "max_tokens": settings.max_tokens,
             "index": policy.index,
@@ -569,7 +578,21 @@ class BaseConversation(Generic[StoreT]):
                 else:
                     out.append(self._asked)
             out.append(item)
+        if self.settings.token_weight:
+            tools = {e.id for e in entries if is_tool(e.message)}
+            out = [item if item.id in tools else self._weighted(item) for item in out]
         return out
+
+    def _weighted(self, item: Item) -> Item:
+        """``item`` ranked by its value per token, as far as ``token_weight`` asks: its
+        importance times (WEIGHED_AT / tokens) ** token_weight, where the budget is what
+        ranks compete for. Not a pinned memory (ranked by the whitelist), one over the
+        budget (cold at once) or a tool call or result (its worth is what it explains:
+        a long traceback is as needed as a short one; see _items)."""
+        if item.whitelist or item.importance == OVER_BUDGET_IMPORTANCE:
+            return item
+        factor = (WEIGHED_AT / max(1, item.tokens)) ** self.settings.token_weight
+        return replace(item, importance=item.importance * factor)
 
     def _index(self, entry: Entry) -> bool:
         """Whether the namespace indexes the memory of ``entry``: not a tool call or result

@@ -351,7 +351,9 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     persistence, a FLUSHDB): the messages of the request are then stored again; raise
     from it to fail that model call. ``recall_share``: the share of the budget that
     earlier messages matching the latest user message fill, evicted ones included (None:
-    about 1,000 tokens, at most half; 0: none, and the namespace keeps no index)."""
+    about 1,000 tokens, at most half; 0: none, and the namespace keeps no index).
+    ``token_weight``: 0 ranks messages by importance; up to 1, by importance per token
+    (see docs/adapters.md)."""
 
     def __init__(
         self,
@@ -368,11 +370,13 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
+        token_weight: float = 0.0,
         **policy: float | int | str,
     ) -> None:
         super().__init__()
         self.on_lost = on_lost
         self.recall_share = recall_share
+        self.token_weight = token_weight
         self.recent = recent
         check_one_of("MemevictMiddleware", url, client, store)
         self.url = url
@@ -437,6 +441,7 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
             self.pin_at,
             self.on_lost,
             self.recall_share,
+            self.token_weight,
         )
         return kind(store, settings)
 

@@ -241,6 +241,8 @@ class MemevictSession:
     the share of the budget that earlier messages matching the latest user message fill,
     evicted ones included (None: about 1,000 tokens, at most half; 0: none, and the
     namespace keeps no index).
+    ``token_weight``: 0 ranks messages by importance; up to 1, by importance per token
+    (see docs/adapters.md).
     ``MemevictSession.from_url(session_id, url, ...)`` is the same as ``url=``."""
 
     def __init__(
@@ -258,6 +260,7 @@ class MemevictSession:
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
+        token_weight: float = 0.0,
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:
@@ -266,7 +269,16 @@ class MemevictSession:
             AsyncConversation,
             "MemevictSession",
             namespace or namespace_for("openai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, self._lost, recall_share),
+            Settings(
+                max_tokens,
+                policy,
+                labeler,
+                count_tokens,
+                pin_at,
+                self._lost,
+                recall_share,
+                token_weight,
+            ),
             url=url,
             client=client,
             store=store,

@@ -465,7 +465,9 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     a FLUSHDB): the messages it was given are then stored again; raise from it to fail
     that model request. ``recall_share``: the share of the budget that earlier messages
     matching the latest user message fill, evicted ones included (None: about 1,000
-    tokens, at most half; 0: none, and the namespace keeps no index)."""
+    tokens, at most half; 0: none, and the namespace keeps no index).
+    ``token_weight``: 0 ranks messages by importance; up to 1, by importance per token
+    (see docs/adapters.md)."""
 
     conversation: AsyncConversation
 
@@ -484,13 +486,23 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
+        token_weight: float = 0.0,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             AsyncConversation,
             "MemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost, recall_share),
+            Settings(
+                max_tokens,
+                policy,
+                labeler,
+                count_tokens,
+                pin_at,
+                on_lost,
+                recall_share,
+                token_weight,
+            ),
             url=url,
             client=client,
             store=store,
@@ -550,13 +562,23 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
+        token_weight: float = 0.0,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
             Conversation,
             "SyncMemevictHistory",
             namespace or namespace_for("pydantic-ai", session_id),
-            Settings(max_tokens, policy, labeler, count_tokens, pin_at, on_lost, recall_share),
+            Settings(
+                max_tokens,
+                policy,
+                labeler,
+                count_tokens,
+                pin_at,
+                on_lost,
+                recall_share,
+                token_weight,
+            ),
             url=url,
             client=client,
             store=store,
