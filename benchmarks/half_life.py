@@ -3,12 +3,13 @@ questions about what was just said, for each half_life_memories of a grid.
 
     python benchmarks/half_life.py [PATH ...] [--url URL] [--window 100]
         [--grid 250,500,1000,2000,4000,10000,1e9] [--seeds 10] [--sessions 20]
-        [--last 4] [--json FILE]
+        [--last 4] [--protect-s S] [--json FILE]
 
 Every policy is the store's default Policy but for half_life_memories (1e9: about no
-decay) and max_hot = the window; every transcript is labelled by the built-in rules and
-replayed by memevict.simulate.simulate, FIFO beside memevict, on one server (an embedded
-Valkey without --url; given one it FLUSHES that server).
+decay), protect_s if ``--protect-s`` is given, and max_hot = the window; every transcript
+is labelled by the built-in rules and replayed by memevict.simulate.simulate, FIFO beside
+memevict, on one server (an embedded Valkey without --url; given one it FLUSHES that
+server).
 
 - PATH: LoCoMo files (``locomo10.json``, or one sample a file) or directories of them,
   read by memevict.simulate.locomo. Their questions are asked at the end: the share whose
@@ -60,9 +61,11 @@ def paths_of(given: Sequence[str]) -> list[Path]:
     return found
 
 
-def policies(window: int, grid: str) -> dict[str, Policy]:
-    """memevict's policies by report key: the default Policy but for half_life_memories."""
-    return memevict_policies(window, {}, [f"half_life_memories={grid}"])
+def policies(window: int, grid: str, protect_s: float | None = None) -> dict[str, Policy]:
+    """memevict's policies by report key: the default Policy but for half_life_memories
+    (and protect_s, if given)."""
+    fields = {} if protect_s is None else {"protect_s": protect_s}
+    return memevict_policies(window, fields, [f"half_life_memories={grid}"])
 
 
 def run_policies(
@@ -206,9 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--seeds", type=int, default=10, help="generated sessions, seeds 1..N")
     cli.add_argument("--sessions", type=int, default=20)
     cli.add_argument("--last", type=int, default=4, help="turns before a user turn to hold")
+    cli.add_argument("--protect-s", type=float, help="every policy's protect_s (default: 30)")
     opts = cli.parse_args(argv)
     run = Run(opts)
-    chosen = policies(opts.window, opts.grid)
+    chosen = policies(opts.window, opts.grid, opts.protect_s)
     keys = {key: p.half_life_memories for key, p in chosen.items()}
     with server(opts.url) as found:
         run.on(found)
