@@ -266,19 +266,26 @@ def test_questions_roles_speakers_sessions_and_unlabelled_turns_are_read(tmp_pat
         {"question": "When do we fly?", "evidence": ["plan", "seat", "plan"], "at": T0 + 5},
         {"id": "seat", "importance": 4, "role": "assistant", "session": "s-2", "at": T0 + 10},
         {"question": "Which seat?", "evidence": ["seat"]},
-    ]
+        {"id": "out", "text": "503", "role": "tool", "kind": "function_call_output",
+         "tool_status": "error", "at": T0 + 20},
+    ]  # fmt: skip
     t = read_jsonl(write_lines(tmp_path / "log.jsonl", [json.dumps(x) for x in lines]))
     assert t.events == (
         MemoryTurn("plan", None, T0, text="we fly on May 3", role="user", speaker="Ada",
                    session="1"),
         MemoryTurn("seat", 4.0, T0 + 10, role="assistant", session="s-2"),
+        MemoryTurn("out", None, T0 + 20, text="503", role="tool", kind="function_call_output",
+                   tool_status="error"),
     )  # fmt: skip
     # a question is no event; evidence named twice counts once; evidence may come later
     assert t.questions == (
         Question("When do we fly?", ("plan", "seat"), T0 + 5),
         Question("Which seat?", ("seat",), None),
     )
-    assert (t.turns, t.actions, t.unlabelled) == (2, 0, 1)
+    assert (t.turns, t.actions, t.unlabelled) == (3, 0, 2)
+    # the labeler sees the kind and the status: the failed tool's result is a tool error
+    labelled = label_transcript(t, rules)
+    assert [e.importance for e in labelled.events if e.id == "out"] == [8.0]
 
 
 BAD_QUESTIONS = [
@@ -294,6 +301,8 @@ BAD_QUESTIONS = [
     ('{"id": "a", "importance": 1, "role": 3}', '"role" must be a string'),
     ('{"id": "a", "importance": 1, "speaker": ["Ada"]}', '"speaker" must be a string'),
     ('{"id": "a", "importance": 1, "session": true}', '"session" must be a string'),
+    ('{"id": "a", "importance": 1, "kind": 1}', '"kind" must be a string'),
+    ('{"id": "a", "importance": 1, "tool_status": false}', '"tool_status" must be a string'),
 ]
 
 
@@ -1019,6 +1028,8 @@ def test_seeds_replays_several_generated_transcripts(server: Server, client: red
         (["--generator", "sessions", "--turn-s", "5"], "--turn-s is for --generator single"),
         (["--transcript", "x.jsonl", "--seeds", "2"], "--seeds is for the generated"),
         (["--transcript", "x.jsonl", "--generator", "sessions"], "--generator is for the"),
+        (["--generator", "tool-heavy", "--style", "texting"], "--style is for --generator sess"),
+        (["--generator", "tool-heavy", "--turn-s", "5"], "--turn-s is for --generator single"),
     ],
 )
 def test_generator_options_that_do_not_go_together(
@@ -1045,6 +1056,42 @@ def test_the_sessions_generator_asks_questions(server: Server, client: redis.Red
             assert 0 <= found[name] <= 1
         assert found["fully_at_end"] <= found["answerable_at_end"]
     assert client.dbsize() == 0
+
+
+def test_the_tool_heavy_generator_asks_for_the_error_and_the_value(
+    server: Server, client: redis.Redis
+) -> None:
+    """--generator tool-heavy: the agent conversation of memevict.simulate.tool_heavy at
+    the store, its calls and results labelled as tools (the payment error a tool error);
+    with no decay memevict holds the error when asked, FIFO of the same window does not."""
+    args = ["--generator", "tool-heavy", "--turns", "40", "--window", "30", "--label", "rules"]
+    code, out = cli(server, *args, "--grid", "half_life_memories=1e9", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["transcript"]["questions"] == 4  # (the error at 3 turns, the value)
+    assert data["policies"]["fifo"]["answerable_at_ask"] == 0
+    memevict = data["policies"]["memevict half_life_memories=1e+09"]
+    asked = [a for a in memevict["answers"] if "payment" in a["question"]]
+    assert asked and all(a["answerable_at_ask"] for a in asked), memevict["answers"]
+    assert client.dbsize() == 0
+
+
+def test_a_tool_heavy_transcript_marks_its_tools_for_the_labeler() -> None:
+    from memevict.importance import Message, label
+    from memevict.simulate.tool_heavy import ERROR_AT, tool_heavy_transcript
+
+    t = tool_heavy_transcript(12, 3)
+    turns = {e.id: e for e in memory_turns(t)}
+    assert len(turns) == 48 and [e.id[0] for e in memory_turns(t)[:4]] == ["u", "c", "o", "a"]
+    assert {turns[f"c{i}"].kind for i in range(12)} == {"function_call"}
+    assert {turns[f"o{i}"].kind for i in range(12)} == {"function_call_output"}
+    error = turns[f"o{ERROR_AT}"]
+    assert error.tool_status == "error"
+    seen = Message(error.text or "", error.role, error.kind, error.tool_status)
+    assert label(seen).category == "tool_error"
+    at = {e.id: e.at for e in memory_turns(t)}
+    for q in t.questions:
+        assert q.at is not None and all(at[e] < q.at for e in q.evidence)
 
 
 def test_memevict_answers_more_questions_than_fifo_across_sessions(client: redis.Redis) -> None:

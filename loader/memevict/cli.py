@@ -971,11 +971,12 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
 )
 @click.option(
     "--generator",
-    type=click.Choice(["single", "sessions"]),
+    type=click.Choice(["single", "sessions", "tool-heavy"]),
     default="single",
     show_default=True,
-    help="The generated transcript: one session of --turns turns, or --sessions sessions "
-    "of user and assistant with questions (unlabelled: needs --label).",
+    help="The generated transcript: one session of --turns turns, --sessions sessions "
+    "of user and assistant with questions, or an agent's --turns turns of one tool call "
+    "each with questions (the last two unlabelled: need --label).",
 )
 @click.option(
     "--style",
@@ -998,7 +999,8 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     default=400,
     show_default=True,
     type=click.IntRange(min=10),
-    help="Memory turns of the generated transcript (--generator single).",
+    help="Memory turns of the generated transcript (--generator single), or user turns "
+    "(--generator tool-heavy: four memories each).",
 )
 @click.option(
     "--sessions",
@@ -1125,9 +1127,11 @@ def simulate(
                 raise click.UsageError(
                     f"--{name} is for the generated transcript, not --transcript"
                 )
-    elif generator == "single" and (given("sessions") or given("style")):
+    elif generator in ("single", "tool-heavy") and (given("sessions") or given("style")):
         option = "--sessions" if given("sessions") else "--style"
         raise click.UsageError(f"{option} is for --generator sessions")
+    elif generator == "tool-heavy" and given("turn_s"):
+        raise click.UsageError("--turn-s is for --generator single or --transcript")
     elif generator == "sessions":
         for name in ("turns", "turn_s"):
             if given(name):
@@ -1170,6 +1174,10 @@ def simulate(
         transcripts = [
             generate_sessions(s, sessions, style=style) for s in range(seed, seed + seeds)
         ]
+    elif generator == "tool-heavy":
+        from memevict.simulate.tool_heavy import tool_heavy_transcript
+
+        transcripts = [tool_heavy_transcript(turns, s) for s in range(seed, seed + seeds)]
     else:
         transcripts = [generate(s, turns, turn_ms) for s in range(seed, seed + seeds)]
     if labeler is not None:

@@ -19,8 +19,8 @@ from memevict.simulate.transcript import Event, MemoryTurn, Transcript
 
 
 def label_transcript(transcript: Transcript, labeler: Labeler) -> Transcript:
-    """The transcript with every unlabelled memory turn given
-    ``importance_of(labeler, Message(text or "", role=role))``. A labeler
+    """The transcript with every unlabelled memory turn given ``importance_of(labeler,
+    Message(text or "", role=role, kind=kind, tool_status=tool_status))``. A labeler
     defined with ``async def`` is run to completion here (outside any event
     loop; inside one, await alabel_transcript)."""
     if is_async(labeler):
@@ -47,7 +47,10 @@ def _unlabelled(transcript: Transcript) -> list[MemoryTurn]:
 
 
 def _messages(transcript: Transcript) -> list[Message]:
-    return [Message(turn.text or "", role=turn.role) for turn in _unlabelled(transcript)]
+    return [
+        Message(turn.text or "", role=turn.role, kind=turn.kind, tool_status=turn.tool_status)
+        for turn in _unlabelled(transcript)
+    ]
 
 
 def _with(transcript: Transcript, importances: list[float]) -> Transcript:

@@ -25,6 +25,13 @@ What it promises (tests/test_tool_heavy.py checks each):
 - Every user text and every answer is said once (a text names its turn).
 - The same ``turns`` and ``seed`` give the same conversation, in any process; another
   seed gives other ids, amounts and wording, the same structure.
+- ``tool_heavy_transcript(turns, seed)``: the same conversation as a transcript for
+  ``memevict simulate --generator tool-heavy``: each turn's user message, call, result and
+  answer are memory turns ``u<i>``, ``c<i>``, ``o<i>``, ``a<i>`` (unlabelled; a call has
+  kind function_call, a result kind function_call_output and, when it failed, tool_status
+  error), TURN_MS apart; the questions are the payment error's reason, asked at each
+  ``needs_error`` turn (its evidence: the error), and the reference, asked at the last
+  turn (its evidence: turn VALUE_AT's output and answer).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
+
+from memevict.simulate.transcript import START_MS, TURN_MS, MemoryTurn, Question, Transcript
 
 MIN_TURNS = 10
 VALUE_AT = 3  # the turn that asks for the refund reference
@@ -405,4 +414,35 @@ def _needs_error(
         None,
         f"The payment gateway declined the card ending {CARD} with a 402 for "
         f"{PAYMENT_REASON}, so invoice INV-{paid} is still unpaid.",
+    )
+
+
+def tool_heavy_transcript(turns: int = 100, seed: int = 0) -> Transcript:
+    """The conversation of ``tool_heavy(turns, seed)`` as a transcript (see the module's
+    promises), for the store-level replay of ``memevict simulate``."""
+    c = tool_heavy(turns, seed)
+    events: list[MemoryTurn] = []
+    asked: dict[int, int] = {}  # turn -> the time of its user message
+    for t in c.turns:
+        at = START_MS + 4 * t.index * TURN_MS
+        asked[t.index] = at
+        status = "error" if t.failed else None
+        events += [
+            MemoryTurn(f"u{t.index}", None, at, text=t.user, role="user"),
+            MemoryTurn(
+                f"c{t.index}", None, at + TURN_MS, text=f"{t.call.name}({t.call.json})",
+                role="assistant", kind="function_call",
+            ),
+            MemoryTurn(
+                f"o{t.index}", None, at + 2 * TURN_MS, text=t.result, role="tool",
+                kind="function_call_output", tool_status=status,
+            ),
+            MemoryTurn(f"a{t.index}", None, at + 3 * TURN_MS, text=t.answer, role="assistant"),
+        ]  # fmt: skip
+    why = "Why did the card payment fail?"
+    questions = [Question(why, (f"o{c.error_at}",), asked[n]) for n in c.needs_error]
+    evidence = (f"o{c.value_at}", f"a{c.value_at}")
+    questions.append(Question("What is the refund reference?", evidence, asked[c.value_again_at]))
+    return Transcript(
+        tuple(events), f"tool-heavy agent (seed {seed}, {turns} turns)", tuple(questions)
     )

@@ -43,6 +43,8 @@ _TURN_FIELDS = {
     "critical",
     "at",
     "role",
+    "kind",
+    "tool_status",
     "speaker",
     "session",
 }
@@ -66,6 +68,8 @@ class MemoryTurn:
     critical: bool = False
     category: str | None = None
     role: str | None = None  # user, assistant, system, tool, ...: passed to the labeler
+    kind: str | None = None  # function_call, function_call_output, ...: to the labeler too
+    tool_status: str | None = None  # a tool result's status (error, ok, ...): the same
     speaker: str | None = None  # who said it, for reports
     session: str | None = None  # which session of a multi-session conversation
 
@@ -229,13 +233,16 @@ def _event(data: dict[str, object], last_at: int | None, turn_ms: int) -> Event:
         critical=_flag(data, "critical"),
         category=category if isinstance(category, str) else None,
         role=_name(data, "role"),
+        kind=_name(data, "kind"),
+        tool_status=_name(data, "tool_status"),
         speaker=_name(data, "speaker"),
         session=_name(data, "session"),
     )
 
 
 def _name(data: Mapping[str, object], field: str) -> str | None:
-    """role, speaker and session: a string (a session may be a number)."""
+    """role, kind, tool_status, speaker and session: a string (a session may be a
+    number)."""
     value = data.get(field)
     if value is None:
         return None
