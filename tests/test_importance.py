@@ -177,6 +177,11 @@ CONVERSATION = [
     case("dentist tmrw at 3", "business", "dated_event"),
     case("my sisters bday is next wed", "business", "personal_fact"),
     case("I sat in the sun all day", "context", "context"),  # (no day named: "sat", "sun")
+    case("treated myself to an air fryer. 110. no regrets", "business", "personal_fact"),
+    case("been in denver for 6 years now and i still get lost", "business", "personal_fact"),
+    case("i really cant stand open-plan offices", "conclusion", "personal_statement"),
+    case("they asked to move our meeting to the 20th", "business", "dated_event"),
+    case("pine hollow is my all-time favourite hiking trail", "conclusion", "personal_statement"),
     # plans and what the speaker cares about, as people say them
     case("I'm off to do some kickboxing!", "conclusion", "personal_statement"),
     case("I'd love to work with kids someday.", "conclusion", "personal_statement"),

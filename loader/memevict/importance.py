@@ -107,7 +107,8 @@ Looked for by rules 10-16, each at most once per message and only when a rule as
   week(end), month, year, season or weekday; "... minutes/hours/days/weeks/months/years
   ago/later/from now"; weekday names; month names ("march" and "may" only after
   in/on/of/since/until/by/early/late/mid); clock times ("5pm", "17:30"); dates
-  ("2024-05-07", "5/7", "May 7th", "7 May", "on the 7th"); "in/since/until/by/of/from 2019".
+  ("2024-05-07", "5/7", "May 7th", "7 May", "on/to/until/by/before/after/from the 7th");
+  "in/since/until/by/of/from 2019".
 - *number*: digits or a number word (two..twelve, twenty..ninety, hundred, thousand,
   million, billion, dozen). The digits of a date count too: "on 2024-07-01" alone is a
   dated event.
@@ -123,7 +124,7 @@ Looked for by rules 10-16, each at most once per message and only when a rule as
     have/had/got (a/two ...) <one of those>";
   - "I'm a/an <noun>" (not "a bit/little/lot"), "I'm from/allergic/vegan/married/retired/
     learning/...", "I work/live/grew up/study/teach ...";
-  - "I/we love/like/enjoy/hate/prefer X" unless X is it/that/this/them/you;
+  - "I/we love/like/enjoy/hate/prefer/can't stand X" unless X is it/that/this/them/you;
   - "I/we (have) (just) moved/adopted/started/finished/bought/graduated/got married/joined/
     quit/retired/visited/went/met/won/lost/failed/...", "I've been <doing>";
   - "I'm/we're going to/gonna/planning/thinking of/hoping to/about to/moving/visiting/
@@ -135,7 +136,8 @@ Looked for by rules 10-16, each at most once per message and only when a rule as
   - what the speaker did or does: "I/we (just) <any verb in -ed>" or a common irregular
     past (made, did, saw, took, found, went, got, ...), "I play/paint/volunteer/teach/...",
     "I'm (currently) <doing>", and the same with the subject dropped, as chat does, at a
-    sentence start: "Just started aerial yoga", "Been busy volunteering", "Gonna ...".
+    sentence start: "Just started aerial yoga", "Been busy volunteering", "Gonna ...",
+    "treated myself to ...", "changed my mind", "been in Denver for six years".
     Not when the verb's object is only it/that/this/you ("I found it", "I did it").
 - *detail* (grades the importance within a category, in [-1, 1]): +0.5 per doubling of
   the word count past 12 (-0.5 per halving); +0.25 for each of up to two things the
@@ -429,7 +431,8 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?\b"
 _TIME_DIGITS = re.compile(  # only tried when the text has a digit
     rf"{_B}(?:\d{{1,2}}(?::\d\d)? ?[ap]\.?m\b|\d{{1,2}}:\d\d|\d{{4}}-\d\d-\d\d"
     r"|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:in|since|until|by|of|from) (?:19|20)\d\d\b"
-    rf"|on the {_DAY}|{_MONTH} {_DAY}|{_DAY} (?:of )?{_MONTH})"
+    rf"|(?:on|to|until|till|by|before|after|from) the {_DAY}|{_MONTH} {_DAY}"
+    rf"|{_DAY} (?:of )?{_MONTH})"
 )
 _NUMBER_WORD = re.compile(
     rf"{_B}"
@@ -460,7 +463,8 @@ _NARRATIVE = re.compile(  # the speaker telling what they did or do
     r"|(?:i'm|i am|we're|we are) (?:currently |now |still |really |also )?\w{3,}ing\b"
     # subject dropped, as chat does: "Just started yoga", "Been busy volunteering"
     rf"|{_SENTENCE_START}(?:just |recently |finally |also )?(?:started|began|finished|joined"
-    r"|got|took up|picked up|been \w+ing|been busy|gonna|going to|signed up|moved)\b"
+    r"|got|took up|picked up|been \w+ing|been busy|gonna|going to|signed up|moved"
+    r"|\w{3,}ed (?:my|myself|our|ourselves)|been (?:in|at|living|working))\b"
 )
 _NOT_BEFORE_A_NAME = frozenset('.!?:;"“([—-\n')  # a word after these opens a sentence
 _NOT_NAMES = frozenset(
@@ -481,7 +485,7 @@ _RELATIONS = _any(  # what "my ..." is about when it is personal
     " class course exam project garden team band"
 )
 _FACT = (  # personal facts, preferences and life events
-    rf"(?:my|our) (?:\w+ )?{_RELATIONS}\b"
+    rf"(?:my|our) (?:[\w-]+ )?{_RELATIONS}\b"
     rf"|(?:i|we) (?:have|had|got) (?:an? |\w+ ){{0,2}}{_RELATIONS}\b"
     r"|i(?:'m| am) an? (?!" + _any("bit little lot") + r"\b)\w"
     r"|i(?:'m| am) (?:originally )?"
@@ -491,7 +495,7 @@ _FACT = (  # personal facts, preferences and life events
     )
     + r"\b|i (?:work|worked|live|lived|grew up|study|studied|teach|taught)\b"
     r"|(?:i|we) (?:really |absolutely |totally |just |also )?"
-    r"(?:love|like|enjoy|hate|prefer|adore|dislike)s? (?!"
+    r"(?:love|like|enjoy|hate|prefer|adore|dislike|can't stand)s? (?!"
     + _any("it that this those these them you yours? the_idea")
     + r"\b)\w"
     # what the speaker cares about: "I'm passionate about education", "it means a lot to me"
