@@ -18,7 +18,9 @@ again. Error: ...", the SDK's default before 0.24 hid the details; LangChain: a
 ``ToolException``, a ``ToolMessage`` with status "error"; Pydantic AI: ``ToolFailed``).
 Every message list sent to the model is recorded (two model calls a turn):
 
-- openai: ``MemevictSession(max_tokens=B)`` under ``Runner.run``; FIFO: a session whose
+- openai: ``MemevictSession(max_tokens=B)`` under ``Runner.run``, with
+  ``RunConfig(session_input_callback=session.recall_input)`` (recall by the run's input,
+  as docs/adapters.md says to run it); FIFO: a session whose
   ``get_items`` returns the newest items whose tokens fit in B, tool pairs whole (the
   history: the run's input and the turn's call and output come on top, as with memevict);
 - langchain: ``MemevictMiddleware(max_tokens=B)`` in ``create_agent`` with a
@@ -296,7 +298,6 @@ async def _replay_openai(script: Script, url: str, budget: int, side: str) -> No
     agent = OpenAIAgent(
         name="support", instructions=SYSTEM, model=model, tools=openai_tools(script)
     )
-    run = RunConfig(tracing_disabled=True)
     session: Any = (
         oa.MemevictSession(
             f"tool-heavy-{secrets.token_hex(6)}", url=url, max_tokens=budget, **ADAPTER_ARGS
@@ -304,6 +305,9 @@ async def _replay_openai(script: Script, url: str, budget: int, side: str) -> No
         if side == "memevict"
         else FifoSession(budget)
     )
+    # memevict as docs/adapters.md says to run it: the run's input is the query of recall
+    callback = session.recall_input if side == "memevict" else None
+    run = RunConfig(tracing_disabled=True, session_input_callback=callback)
     try:
         for turn in script.conversation.turns:
             script.turn = turn.index

@@ -367,3 +367,49 @@ def test_runner_run_recalls_by_the_new_input_with_the_session_input_callback(
     sent = asyncio.run(ask(True))
     assert code in [i.get("content") for i in sent]
     assert sum(_tokens(i) for i in sent) <= 150  # (the input counted: not so without)
+
+
+def test_what_recall_input_recalls_is_not_stored_again(server: Server) -> None:
+    """The SDK stores what a session_input_callback returns beyond the history it read and
+    the run's input as new items of the turn: a recalled message would come back as a copy
+    each time it is recalled, and the copies fill the prompt. recall_input notes what it
+    sent beyond the history and add_items skips it: each message is stored once, and no
+    model call is sent one twice."""
+    code = "my locker code is 4711, keep it"
+
+    async def run() -> tuple[list[list[dict[str, Any]]], list[str]]:
+        model = ScriptedModel()
+        agent = Agent(name="clerk", instructions="You are a clerk.", model=model)
+        session = MemevictSession("recalled-once", url=server.url, max_tokens=150)
+        await session.clear_session()
+        config = RunConfig(tracing_disabled=True, session_input_callback=session.recall_input)
+        try:
+            await Runner.run(agent, code, session=session, run_config=config)
+            for i in range(20):
+                said = f"let us chat about the weather, part {i}"
+                await Runner.run(agent, said, session=session, run_config=config)
+                await Runner.run(
+                    agent, f"my locker code? ({i})", session=session, run_config=config
+                )
+            texts = []
+            for tier in ("hot", "cold"):
+                cursor = 0
+                while True:
+                    page = await session.store.scan(tier, cursor, 200)
+                    texts += [m.text or "" for m in page.memories]
+                    cursor = page.cursor
+                    if cursor == 0:
+                        break
+            return model.inputs, texts
+        finally:
+            await session.clear_session()
+            await session.close()
+
+    inputs, texts = asyncio.run(run())
+    assert sum(code in t for t in texts) == 1, [t for t in texts if code in t]
+    assert len(texts) == len(set(texts))  # (every text said once, stored once)
+    # recalled after it left the window, and then never twice in one call
+    assert sum(code in json.dumps(i) for sent in inputs[6:] for i in sent) > 0
+    for sent in inputs:
+        shown = [json.dumps(i, sort_keys=True) for i in sent]
+        assert len(shown) == len(set(shown)), shown

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -225,6 +226,12 @@ def whole_tail(items: list[Item], limit: int) -> list[Item]:
     return whole_calls(items[start:], items[start - 1] if start > 0 else None)
 
 
+def _content_key(item: Item) -> str:
+    """An item's content, for telling a recalled item the SDK stores again from new input:
+    its fields but the ``id`` the SDK may add or drop."""
+    return json.dumps({k: v for k, v in item.items() if k != "id"}, sort_keys=True, default=str)
+
+
 class MemevictSession:
     """An OpenAI Agents SDK session backed by one memevict namespace, ``openai:<session_id>``
     (hashed where the id has characters a namespace cannot take, or starts with
@@ -300,6 +307,9 @@ class MemevictSession:
         self._turn: tuple[str, str | None] = (self._head, None)
         self._turn_first: str | None = None
         self._failed = False
+        # The items recall_input sent that the run's history did not hold (recalled
+        # ones): the SDK stores them again with the input, and add_items skips them.
+        self._sent_again: Counter[str] = Counter()
 
     def _lost(self, namespace: str) -> None:
         self._start()
@@ -338,18 +348,40 @@ class MemevictSession:
         the query, and its tokens come out of ``max_tokens``. Returns that window, then
         ``new_input`` itself (the run stores it, as without the callback). One more read of
         the store a run; ``recall_share=0``: ``history + new_input``, no read."""
+        self._sent_again.clear()
         if not new_input or self.conversation.settings.recall_share == 0:
             return history + new_input
         tail, _ = entries_of(new_input, self._open_group, self._head)
         recent = recent_of(self._added, self.recent)
         window = await self.conversation.window(tail, recent)
         ids = {e.id for e in tail}
-        return whole_calls(self._items([w for w in window if w[0] not in ids])) + new_input
+        found = whole_calls(self._items([w for w in window if w[0] not in ids]))
+        # The SDK stores what the callback returns beyond the history and the input as new
+        # items of the turn: note those (by content), so that add_items does not store a
+        # recalled message a second time.
+        held = Counter(map(_content_key, history))
+        for item in found:
+            key = _content_key(item)
+            if held[key] > 0:
+                held[key] -= 1
+            else:
+                self._sent_again[key] += 1
+        return found + new_input
 
     async def add_items(self, items: list[Item]) -> None:
         """Remembers new items, evicting to the token budget (an item over the whole budget
         goes straight to the cold tier, with a warning). The same items added again after
         a failed call are stored once (see :func:`item_id`)."""
+        if self._sent_again:  # (the first add after recall_input: the run's input)
+            sent, self._sent_again = self._sent_again, Counter()
+            unsent = []
+            for item in items:
+                key = _content_key(item)
+                if sent[key] > 0:
+                    sent[key] -= 1
+                else:
+                    unsent.append(item)
+            items = unsent
         if not items:
             return
         after, open_group = self._head, self._open_group
