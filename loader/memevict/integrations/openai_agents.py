@@ -338,6 +338,7 @@ class MemevictSession:
         its output nor reasoning item from the item after it."""
         if not self._failed:
             self._turn, self._turn_first = (self._head, self._open_group), None
+        self._sent_again.clear()  # (a run reads first: what a failed run sent is stale)
         items = self._items(await self._window())
         return whole_calls(items) if limit is None else whole_tail(items, limit)
 
