@@ -347,8 +347,10 @@ class MemevictSession:
         ``Runner.run``: the run reads :meth:`get_items` before it knows its input, so the
         window is read again with the input as the current turn: its latest user message is
         the query, and its tokens come out of ``max_tokens``. Returns that window, then
-        ``new_input`` itself (the run stores it, as without the callback). One more read of
-        the store a run; ``recall_share=0``: ``history + new_input``, no read."""
+        ``new_input`` itself (the run stores it, as without the callback). The SDK stores
+        what the callback returns beyond ``history`` as the turn's own items: the recalled
+        ones are noted, and the next :meth:`add_items` does not store them again. One more
+        read of the store a run; ``recall_share=0``: ``history + new_input``, no read."""
         self._sent_again.clear()
         if not new_input or self.conversation.settings.recall_share == 0:
             return history + new_input
