@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Process", "Run", "ainterleave", "anchor", "binary", "checkout", "cluster", "free_port",
-    "interleave", "node", "paired", "parser", "script_at", "script_rounds", "server", "server_us",
+    "interleave", "node", "paired", "parser", "paths_of", "script_at", "script_rounds", "server",
+    "server_us",
     "started", "wait_synced",
 ]  # fmt: skip
 
@@ -70,6 +71,16 @@ ROOT = Path(__file__).resolve().parent.parent
 S = TypeVar("S")
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def paths_of(given: Sequence[str]) -> list[Path]:
+    """The files named: a directory stands for its *.json files (LoCoMo conversations)."""
+    found: list[Path] = []
+    for name in given:
+        path = Path(name)
+        found += sorted(path.glob("*.json")) if path.is_dir() else [path]
+    return found
+
 
 # --- servers --------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from _harness import Run, parser, server
+from _harness import Run, parser, paths_of, server
 
 from memevict import Policy
 from memevict.importance import load_labeler
@@ -51,14 +51,6 @@ from memevict.simulate.transcript import Transcript
 
 GRID = "250,500,1000,2000,4000,10000,1e9"
 MEASURES = ("recent", "last", "last_mean", "during", "end")  # of the generated sessions
-
-
-def paths_of(given: Sequence[str]) -> list[Path]:
-    found: list[Path] = []
-    for name in given:
-        path = Path(name)
-        found += sorted(path.glob("*.json")) if path.is_dir() else [path]
-    return found
 
 
 def policies(window: int, grid: str, protect_s: float | None = None) -> dict[str, Policy]:

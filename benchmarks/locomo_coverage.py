@@ -30,11 +30,10 @@ import secrets
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import redis
-from _harness import Run, parser, server
+from _harness import Run, parser, paths_of, server
 
 from memevict import MemoryStore, Policy
 from memevict.importance import Labeler, load_labeler
@@ -45,14 +44,6 @@ from memevict.simulate.locomo import read_locomo
 from memevict.simulate.policies import clear
 from memevict.simulate.quality import labeler_quality
 from memevict.simulate.transcript import MemoryTurn, Transcript
-
-
-def paths_of(given: Sequence[str]) -> list[Path]:
-    found: list[Path] = []
-    for name in given:
-        path = Path(name)
-        found += sorted(path.glob("*.json")) if path.is_dir() else [path]
-    return found
 
 
 def turns_of(t: Transcript) -> list[MemoryTurn]:
