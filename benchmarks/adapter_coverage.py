@@ -778,6 +778,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         cli.error("give LoCoMo files, --generated N, or both")
     if not args.budgets or min(args.budgets) <= 0:
         cli.error("--budgets: positive token counts")
+    if not 0 <= args.token_weight <= 1:
+        cli.error("--token-weight: a number in [0, 1]")
     args.query = [q for q in args.query.split(",") if q]
     if not args.query or set(args.query) - set(QUERIES):
         cli.error(f"--query: choose from {', '.join(QUERIES)}, comma-separated")

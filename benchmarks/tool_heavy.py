@@ -109,7 +109,7 @@ from memevict.integrations import langchain as lc
 from memevict.integrations import openai_agents as oa
 from memevict.integrations import pydantic_ai as pa
 from memevict.integrations._conversation import approx_tokens
-from memevict.simulate.tool_heavy import TOOLS, Conversation, Turn, tool_heavy
+from memevict.simulate.tool_heavy import MIN_TURNS, TOOLS, Conversation, Turn, tool_heavy
 
 ADAPTERS = ("openai", "langchain", "pydantic")
 SIDES = ("memevict", "fifo")
@@ -668,6 +668,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--binary", default="valkey", help="valkey, redis or a server binary")
     cli.add_argument("--token-weight", type=float, default=0.0, help="the adapters' token_weight")
     opts = cli.parse_args(argv)
+    if opts.turns < MIN_TURNS:
+        cli.error(f"--turns: at least {MIN_TURNS}")
+    if not 0 <= opts.token_weight <= 1:
+        cli.error("--token-weight: a number in [0, 1]")
     ADAPTER_ARGS.clear()
     if opts.token_weight:
         ADAPTER_ARGS["token_weight"] = opts.token_weight
