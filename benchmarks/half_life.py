@@ -3,10 +3,10 @@ questions about what was just said, for each half_life_memories of a grid.
 
     python benchmarks/half_life.py [PATH ...] [--url URL] [--window 100]
         [--grid 250,500,1000,2000,4000,10000,1e9] [--seeds 10] [--sessions 20]
-        [--last 4] [--protect-s S] [--json FILE]
+        [--last 4] [--protect-s S] [--protect-memories N] [--json FILE]
 
 Every policy is the store's default Policy but for half_life_memories (1e9: about no
-decay), protect_s if ``--protect-s`` is given, and max_hot = the window; every transcript
+decay), protect_s and protect_memories if given, and max_hot = the window; every transcript
 is labelled by the built-in rules and replayed by memevict.simulate.simulate, FIFO beside
 memevict, on one server (an embedded Valkey without --url; given one it FLUSHES that
 server).
@@ -53,10 +53,13 @@ GRID = "250,500,1000,2000,4000,10000,1e9"
 MEASURES = ("recent", "last", "last_mean", "during", "end")  # of the generated sessions
 
 
-def policies(window: int, grid: str, protect_s: float | None = None) -> dict[str, Policy]:
+def policies(
+    window: int, grid: str, protect_s: float | None = None, protect_memories: int | None = None
+) -> dict[str, Policy]:
     """memevict's policies by report key: the default Policy but for half_life_memories
-    (and protect_s, if given)."""
-    fields = {} if protect_s is None else {"protect_s": protect_s}
+    (and protect_s and protect_memories, if given)."""
+    given = {"protect_s": protect_s, "protect_memories": protect_memories}
+    fields = {name: value for name, value in given.items() if value is not None}
     return memevict_policies(window, fields, [f"half_life_memories={grid}"])
 
 
@@ -201,10 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--seeds", type=int, default=10, help="generated sessions, seeds 1..N")
     cli.add_argument("--sessions", type=int, default=20)
     cli.add_argument("--last", type=int, default=4, help="turns before a user turn to hold")
-    cli.add_argument("--protect-s", type=float, help="every policy's protect_s (default: 30)")
+    cli.add_argument("--protect-s", type=float, help="every policy's protect_s")
+    cli.add_argument("--protect-memories", type=int, help="every policy's protect_memories")
     opts = cli.parse_args(argv)
     run = Run(opts)
-    chosen = policies(opts.window, opts.grid, opts.protect_s)
+    chosen = policies(opts.window, opts.grid, opts.protect_s, opts.protect_memories)
     keys = {key: p.half_life_memories for key, p in chosen.items()}
     with server(opts.url) as found:
         run.on(found)

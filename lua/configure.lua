@@ -18,7 +18,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -48,8 +48,10 @@
 --   expires with all its keys (0: never)
 -- ARGV[16] index: 0|1, 1 keeps the lexical index of the memories' terms (lib/index.lua);
 --   0 keeps none (and deletes one kept before)
--- ARGV[17] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[18] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
+-- ARGV[17] protect_memories: whole number >= 0, memories remembered after a memory's
+--   first remember before it can be evicted: the newest ones are kept (0: none)
+-- ARGV[18] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[19] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
 --   last saw it: NAMESPACE_CHANGED, before any write, if its incarnation is not that
 --   one (it was made again since, or it does not exist: nothing is made then); the
 --   revision is not compared (an update merges another caller's change). '' and '?'
@@ -57,8 +59,8 @@
 --
 -- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
---   retry_window_s, max_tokens, idle_ttl_s, index(, seen)] with status one of
---   'created', 'existing' (init found a policy: the stored one is returned)
+--   retry_window_s, max_tokens, idle_ttl_s, index, protect_memories(, seen)] with
+--   status one of 'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced' (replace or update); the fields as strings, the policy in
 --   force after the call. A new clock or half-life applies from now: recency
 --   already lost stays lost, and from now on it halves every new half-life of
@@ -317,7 +319,7 @@ if status == 'replaced' or not has_state then
   save_state(st)
 end
 if status == 'replaced' then
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st)
   start_writes(t, p, st)
   cap_whitelist(p, st, t)
   enforce(p, st, t)

@@ -11,7 +11,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -48,7 +48,7 @@ now = namespace_now(now, st)
 return once(p, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st)
   if not m.wl then
     return {fmt(reported(m, ln_score(m, now, p, st), p)), {}, {}, over_count(p, t.size),
       over_tokens(p, t.tokens)}

@@ -13,7 +13,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -49,7 +49,7 @@ now = namespace_now(now, st)
 
 return once(p, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st)
   start_writes(t, p, st)
   local demoted = cap_whitelist(p, st, t)
   local evicted = enforce(p, st, t)

@@ -19,7 +19,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -79,7 +79,7 @@ return once(p, function()
   local m = read_meta(id)
   local gone = m and cold_gone(m, p)
   local members = join_check(not gone and m or nil, group)
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st, 1)
   if members then t.members[group] = members end
   -- Writes start here.
   start_writes(t, p, st)

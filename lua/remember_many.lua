@@ -13,7 +13,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -92,7 +92,7 @@ return once(p, function()
         GROUP_MAX .. ' members')
     end
   end
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st, n)
   -- Writes start here.
   start_writes(t, p, st)
   local seq = st.seq
@@ -158,9 +158,9 @@ return once(p, function()
       add('meta', m.id, packed_meta(m))
       if has_texts[i] then add('text', m.id, texts[i]) end
       key = decay_key(m, p, st)
-      local protected = m.till > now
-      add(protected and 'fresh' or 'hot', fmt(key), m.id)
-      if protected then add('prot', m.till, m.id) end
+      local held = protected(m, t)
+      add(held and 'fresh' or 'hot', fmt(key), m.id)
+      if held then add('prot', prot_score(m, t), m.id) end
     end
     seen[id] = m
     if wl then

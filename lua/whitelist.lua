@@ -13,7 +13,7 @@
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
 -- KEYS[6] fresh: zset, protected non-whitelisted hot memories by decay key
--- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms
+-- KEYS[7] prot: zset, possibly protected hot memories by protected-until ms or order
 -- KEYS[8] wl: zset, whitelisted memories by whitelist key
 -- KEYS[9] cold: zset, cold memories by last use ms
 -- KEYS[10] ghot: zset, evictable hot memories in a group, by decay key
@@ -49,7 +49,7 @@ now = namespace_now(now, st)
 return once(p, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
-  local t = read_tiers(now, st)
+  local t = read_tiers(now, p, st)
   start_writes(t, p, st) -- (which may rebase keys: read this one after it)
   local key = not m.cold and not m.wl and
     (rcall('ZSCORE', KEY.fresh, id) or rcall('ZSCORE', evictable_index(m), id))

@@ -147,8 +147,9 @@ StoreFactory = Callable[..., MemoryStore]
 
 def scenario_policy(**fields: float) -> Policy:
     """A policy for the rule scenarios (tests/test_rules.py), which are told in
-    wall-clock time: the wall clock unless a scenario names another."""
-    return Policy(**{"clock": "wall", **fields})  # type: ignore[arg-type]
+    wall-clock time and protect by time alone: the wall clock and no protection by
+    activity unless a scenario names them (rule 5's own scenarios do)."""
+    return Policy(**{"clock": "wall", "protect_memories": 0, **fields})  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -15,6 +15,11 @@ now".
 The model still tracks which memories the scripts have not yet moved out of
 ``fresh`` and ``prot`` (see ``_expire_protection``) so the test can check the
 raw indexes too.
+
+Protection by activity (protect_memories) is judged the same way, at the order
+counter as each call leaves it (``newest``); a memory that a raised
+protect_memories protects while it sits in an evictable index is put back
+among the protected when eviction reaches it (``_enforce``), as the scripts do.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from memevict import Evicted, Memory, Policy, Remembered, Stats
 NEAR_TIE = 1e-9
 
 _TWO_32 = 2**32
+# prot ranks a memory protected by activity alone at ACTIVITY + its order
+# (lua/lib/memory.lua), above every protected-until ms.
+ACTIVITY = 2**50
 _FIBONACCI = 2654435769  # 2^32 / golden ratio, rounded to odd
 
 
@@ -74,11 +82,18 @@ class Mem:
     # expires protection runs at or after protected_until.
     in_fresh: bool = False
     in_prot: bool = False
+    prot_key: float = 0.0  # its score in `prot` while in_prot
     cold_since: int = 0  # when it entered the cold tier: the cold tier's LRU order
     cold_order: int = 0  # and the order of entry: the same ms leaves lowest score first
     tokens: int = 1  # its cost in the token budget (docs/rules.md, rule 10)
     group: str | None = None  # linked memories (docs/rules.md, rule 11)
     order: int = 0  # the remember that first made it: the window's order (rule 12)
+
+
+def protected_newest(policy: Policy) -> int:
+    """How many of the newest memories are protected by activity: protect_memories, at
+    most a tenth of max_hot (docs/rules.md, rule 5)."""
+    return min(policy.protect_memories, policy.max_hot // 10)
 
 
 def jitter_offset(n: int, scale: float) -> float:
@@ -131,6 +146,9 @@ class Model:
         self.eras = [era(policy, epoch, 0)]  # one more per set_policy
         self.latest = 0  # the latest now a write used: the namespace's time
         self.evictions = 0  # memories evicted so far: the cold tier's order
+        # The order at and below which no memory is protected by activity, as the
+        # current call leaves the order counter (see _expire_protection).
+        self.newest = -protected_newest(policy)
 
     def clock(self, now: int) -> int:
         """The now a call runs at: never before the namespace's latest."""
@@ -188,12 +206,23 @@ class Model:
     def cold(self) -> list[Mem]:
         return [m for m in self.memories.values() if m.cold]
 
+    def _protected(self, m: Mem, now: int) -> bool:
+        """By time (protect_s) or by activity: fewer than protect_memories
+        memories remembered after its first remember (docs/rules.md, rule 5)."""
+        return m.protected_until > now or m.order > self.newest
+
+    def _protect(self, m: Mem, now: int) -> None:
+        """m is protected: in `prot`, ranked by its time while that lies ahead."""
+        m.in_fresh = not m.whitelisted
+        m.in_prot = True
+        m.prot_key = m.protected_until if m.protected_until > now else ACTIVITY + m.order
+
     def _place(self, m: Mem, now: int) -> None:
         """Puts a memory into the hot tier; decay ticks count from here."""
         m.cold = False
-        protected = m.protected_until > now
-        m.in_fresh = protected and not m.whitelisted
-        m.in_prot = protected
+        m.in_fresh = m.in_prot = False
+        if self._protected(m, now):
+            self._protect(m, now)
         if not m.whitelisted:
             m.placed_at_decay = self.decay_sum
 
@@ -208,10 +237,19 @@ class Model:
         self._use(m, now)
         m.protected_until = max(m.protected_until, now + round(self.policy.protect_s * 1000))
 
-    def _expire_protection(self, now: int) -> None:
+    def _ran_out(self, m: Mem, now: int) -> bool:
+        """Its entry in `prot` is in a range that ran out (by time or by activity)."""
+        return m.in_prot and (m.prot_key <= now or ACTIVITY <= m.prot_key <= ACTIVITY + self.newest)
+
+    def _expire_protection(self, now: int, remembers: int = 0) -> None:
+        """The start of a call that moves memories and remembers `remembers`."""
+        self.newest = self.seq + remembers - protected_newest(self.policy)
         for m in self.hot():
-            if m.in_prot and m.protected_until <= now:
-                m.in_prot = m.in_fresh = False
+            if self._ran_out(m, now):
+                if self._protected(m, now):  # still, the other way
+                    self._protect(m, now)
+                else:
+                    m.in_prot = m.in_fresh = False
 
     def _evictable(self) -> list[Mem]:
         return [m for m in self.hot() if not m.whitelisted and not m.in_fresh]
@@ -269,6 +307,11 @@ class Model:
                 break
             if i + 1 < len(units) and rank[units[i + 1].id] - rank[first.id] < NEAR_TIE:
                 raise NearTie(f"{first.id} and {units[i + 1].id}")
+            held = [m for m in self.members(first) if self._protected(m, now)]
+            if held:  # protected after all (a raised protect_memories): back, not evicted
+                for m in held:
+                    self._protect(m, now)
+                continue
             group = sorted(self.members(first), key=lambda m: self.ln_score(m, now))
             for m in group:  # lowest first
                 self._keep_ticks(m)
@@ -336,7 +379,7 @@ class Model:
         if self.policy.max_tokens and tokens > self.policy.max_tokens:
             raise TooCostly(id)
         now = self._write_at(now)
-        self._expire_protection(now)
+        self._expire_protection(now, remembers=1)
         self.seq += 1
         m = self.memories.get(id)
         if m is None:
@@ -489,12 +532,14 @@ class Model:
             hot=len(hot),
             cold=len(self.memories) - len(hot),
             whitelisted=sum(m.whitelisted for m in hot),
-            protected=sum(m.in_prot and m.protected_until > now for m in hot),
+            # (as `prot` ranks them: one whose time ran out counts again once a
+            # call ranks it by its order)
+            protected=sum(m.in_prot and not self._ran_out(m, now) for m in hot),
             over=self._over(),
             # The model's stores are far smaller than a call's work budget, so
             # the only work left to later calls is protection that ran out
             # since the last call that moved memories.
-            backlog=sum(m.in_prot and m.protected_until <= now for m in hot) + self._due(),
+            backlog=sum(self._ran_out(m, now) for m in hot) + self._due(),
             tokens=self.tokens(),
             over_tokens=self._over_tokens(),
         )

@@ -247,7 +247,7 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     out = subprocess.run(
         ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[:16] == [
+    assert out[:17] == [
         "created",
         "3",
         "0",
@@ -264,11 +264,12 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         "0",
         "0",
         "1",
+        "0",
     ]
-    score = float(out[16])
+    score = float(out[17])
     assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
-    assert out[17:21] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
-    memory = out[21:]
+    assert out[18:22] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
+    memory = out[22:]
     assert memory[0] == "pw" and memory[3] == "hot" and memory[8] == "the password is swordfish"
     assert memory[9:] == ["1", ""]  # one token, no group
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score
@@ -316,10 +317,14 @@ def test_decay_prints_json(server: Server, client: redis.Redis) -> None:
 
 
 def test_evict_drains_the_whole_backlog(server: Server, client: redis.Redis) -> None:
-    store = MemoryStore(client, "cli", Policy(max_hot=1000, protect_s=0, cold_max=10_000))
+    store = MemoryStore(
+        client, "cli", Policy(max_hot=1000, protect_s=0, protect_memories=0, cold_max=10_000)
+    )
     for i in range(0, 600, 100):
         store.remember_many([(f"m{k}", 1.0 + k) for k in range(i, i + 100)])
-    store.set_policy(Policy(max_hot=10, protect_s=0, cold_max=10_000))  # evicts 200 of 590
+    store.set_policy(
+        Policy(max_hot=10, protect_s=0, protect_memories=0, cold_max=10_000)
+    )  # evicts 200 of 590
     assert store.stats().backlog > 0
     code, out = run(server, "evict", "--json")
     assert code == 0, out

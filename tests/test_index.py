@@ -207,26 +207,32 @@ def test_the_policy_turns_the_index_on_and_off(client: redis.Redis) -> None:
     assert store.get("c") is not None  # (the memories stay)
 
 
-def test_a_policy_packed_before_the_index_reads_it_off(client: redis.Redis) -> None:
-    """A packed copy of the memevict before the index field: the 14 fields before it and
-    the revision (15 values) reads index=0 and keeps its revision (no false
+@pytest.mark.parametrize("dropped", [("index", "protect_memories"), ("protect_memories",)])
+def test_a_policy_packed_before_fields_were_added_reads_their_defaults(
+    client: redis.Redis, dropped: tuple[str, ...]
+) -> None:
+    """A packed copy of the memevict before the index field (the 14 fields before it
+    and the revision, 15 values) or before protect_memories (15 fields and the
+    revision) reads the fields it lacks as 0 and keeps its revision (no false
     NAMESPACE_CHANGED for the stores that saw it)."""
-    store = MemoryStore(client, "old", Policy(max_hot=7, protect_s=0))
+    policy = Policy(max_hot=7, protect_s=0, protect_memories=0)
+    store = MemoryStore(client, "old", policy)
     store.remember("a", 1.0, now=T0)
     key = key_name("old", "policy")
     unpack = "return cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))"
-    assert client.eval(unpack, 1, key)[14:] == [0, 1]  # index, revision (Lua: integers)
-    drop_index = """
+    # index, protect_memories, revision (Lua: integers)
+    assert client.eval(unpack, 1, key)[14:] == [0, 0, 1]
+    drop_fields = """
       local n = cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))
-      table.remove(n, 15)
+      for i = 1, tonumber(ARGV[1]) do table.remove(n, 17 - i) end
       redis.call('HSET', KEYS[1], 'packed', cmsgpack.pack(n))
       return #n"""
-    assert client.eval(drop_index, 1, key) == 15
-    client.hdel(key, "index")
+    assert client.eval(drop_fields, 1, key, len(dropped)) == 17 - len(dropped)
+    client.hdel(key, *dropped)
     # A raw write with the seen the store had: not refused (the revision read as it was).
     call = commands.remember("b", 2.0, text=None, whitelist=False, now=T0)
     assert register(client).remember("old", {**call.args, "seen": store._seen})
-    assert MemoryStore(client, "old").policy == Policy(max_hot=7, protect_s=0)
+    assert MemoryStore(client, "old").policy == policy
 
 
 def test_search_goes_on_to_lower_relevances_when_the_best_are_filtered(

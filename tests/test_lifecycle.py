@@ -312,7 +312,7 @@ def test_namespaces_on_a_cluster_reads_every_primary(
     assert all(len(found) == 2 for found in names.values())  # two on each node
     stores: dict[str, MemoryStore] = {}
     for count, ns in enumerate(sorted(n for found in names.values() for n in found), 1):
-        stores[ns] = MemoryStore(cluster_client, ns, Policy(protect_s=0))
+        stores[ns] = MemoryStore(cluster_client, ns, Policy(protect_s=0, protect_memories=0))
         stores[ns].remember_many([(f"m{k}", 1 + k) for k in range(count)])
     nodes = [cluster.node(i) for i in range(cluster.size)]
     before = [contents(node) for node in nodes]

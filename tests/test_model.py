@@ -59,6 +59,9 @@ texts = st.sampled_from([None, "x", "y"])
 costs = st.sampled_from([1, 1, 2, 3, 5, 7])
 linked = st.sampled_from([None, "p", "p", "q"])
 budgets = st.sampled_from([0, 0, 6, 10])
+# Small hot tiers, so most steps evict; now and then one of 10 or 20, where a tenth
+# of max_hot lets protect_memories protect 1 or 2 of the newest (docs/rules.md, rule 5).
+hot_sizes = st.sampled_from([2, 3, 4, 2, 3, 4, 10, 20])
 # Messages for the labeler, one per category, each with the category the docs'
 # rules give it (decided by hand, not by running the labeler).
 LABELLED = (
@@ -77,7 +80,7 @@ half_lives_s = st.sampled_from([30.0, 60.0, 600.0])
 half_lives_memories = st.sampled_from([1.0, 2.0, 5.0])
 policies = st.builds(
     Policy,
-    max_hot=st.integers(2, 4),
+    max_hot=hot_sizes,
     evict_batch=st.integers(0, 1),
     clock=clocks,
     half_life_memories=half_lives_memories,
@@ -85,6 +88,7 @@ policies = st.builds(
     whitelist_boost=st.sampled_from([1.0, 10.0]),
     whitelist_cap=st.integers(0, 2),
     protect_s=st.sampled_from([0.0, 1.0, 2.0]),
+    protect_memories=st.sampled_from([0, 1, 3]),
     score_min=st.sampled_from([0.0, 0.1, 0.5]),
     jitter=st.just(0.001),
     cold_max=st.integers(0, 3),
@@ -301,9 +305,10 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             clock=clocks,
             half_life_s=half_lives_s,
             half_life_memories=half_lives_memories,
-            max_hot=st.integers(2, 4),
+            max_hot=hot_sizes,
             whitelist_cap=st.integers(0, 2),
             max_tokens=budgets,
+            protect_memories=st.sampled_from([0, 1, 3]),
         )
         def set_policy(
             self,
@@ -313,6 +318,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             max_hot: int,
             whitelist_cap: int,
             max_tokens: int,
+            protect_memories: int,
         ) -> None:
             policy = dataclasses.replace(
                 self.model.policy,
@@ -322,6 +328,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
                 max_hot=max_hot,
                 whitelist_cap=whitelist_cap,
                 max_tokens=max_tokens,
+                protect_memories=protect_memories,
             )
             try:
                 self.model.set_policy(policy, self.now)
@@ -422,7 +429,7 @@ def machine(client: redis.Redis) -> type[RuleBasedStateMachine]:
             }
             assert set(raw["fresh"]) == {m.id for m in hot if m.in_fresh}
             assert set(raw["wl"]) == {m.id for m in model.hot() if m.whitelisted}
-            assert raw["prot"] == {m.id: m.protected_until for m in model.hot() if m.in_prot}
+            assert raw["prot"] == {m.id: m.prot_key for m in model.hot() if m.in_prot}
             # the cold tier: by eviction ms, then lowest score first
             assert {id: math.floor(at) for id, at in raw["cold"].items()} == {
                 m.id: m.cold_since for m in model.cold()

@@ -35,6 +35,31 @@ def test_a_different_policy_raises_unless_replacing(client: redis.Redis) -> None
     assert MemoryStore(client, "ns").policy.max_hot == 8
 
 
+def test_a_namespace_made_under_the_old_defaults_keeps_them_and_says_so(
+    client: redis.Redis,
+) -> None:
+    """A namespace made before issue 40 (its policy's half-life 500 and no
+    protect_memories field) keeps them; a Policy relying on the new defaults is
+    refused with the fields named and the values that keep it as it is."""
+    old = Policy(max_hot=50, half_life_memories=500.0, protect_memories=0)
+    MemoryStore(client, "made-before", old)
+    client.hdel(key_name("made-before", "policy"), "protect_memories", "packed")
+    assert MemoryStore(client, "made-before").policy == old  # read as it was
+    with pytest.raises(PolicyMismatch) as refused:
+        MemoryStore(client, "made-before", Policy(max_hot=50))
+    message = str(refused.value)
+    assert "half_life_memories=500.0 (given 10000.0)" in message
+    assert "protect_memories=0 (given 8)" in message
+    assert "give half_life_memories=500.0, protect_memories=0 to keep" in message
+    assert MemoryStore(client, "made-before", old).policy == old  # as the message says
+    # a field the user changed is named, with no word about defaults
+    with pytest.raises(PolicyMismatch) as other:
+        MemoryStore(client, "made-before", dataclasses.replace(old, max_hot=60))
+    assert "max_hot=50 (given 60)" in str(other.value) and "default" not in str(other.value)
+    moved = MemoryStore(client, "made-before", Policy(max_hot=50), replace_policy=True)
+    assert moved.policy == Policy(max_hot=50)
+
+
 def test_the_stored_policy_governs_every_worker(client: redis.Redis) -> None:
     a = MemoryStore(client, "ns", Policy(max_hot=2, protect_s=0))
     b = MemoryStore(client, "ns")
@@ -154,6 +179,9 @@ def test_a_clock_change_keeps_recency_already_lost_in_every_path(client: redis.R
         {"score_min": -0.1},
         {"jitter": -1},
         {"cold_max": True},
+        {"protect_memories": -1},
+        {"protect_memories": 2.5},
+        {"protect_memories": 1_000_001},
     ],
 )
 def test_bad_policy_fields_are_rejected(fields: dict[str, float]) -> None:

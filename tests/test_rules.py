@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from memevict import NotFound
+from memevict import Item, MemoryStore, NotFound
 from memevict.scripts import key_name
 from tests.conftest import StoreFactory
 
@@ -179,6 +179,65 @@ def test_only_protected_left_means_over_capacity(make_store: StoreFactory) -> No
     e = store.evict(now=T0 + 31 * S)
     assert sorted(e.evicted) == ["m0", "m1"] and e.over == 0
     assert store.stats(now=T0 + 31 * S).protected == 0
+
+
+def _filled(store: MemoryStore, n: int) -> None:
+    """n memories of importance 9 and a little more each, so f0 ranks lowest."""
+    for i in range(n):
+        store.remember(f"f{i}", 9.0 + i / 100, now=T0 + i)
+
+
+@pytest.mark.parametrize("n", [2, 0, 5])
+def test_the_newest_memories_are_protected_by_activity(make_store: StoreFactory, n: int) -> None:
+    """protect_memories=2: a memory cannot be evicted until 2 more were remembered
+    after it, however low it ranks; without it each new low memory goes at once; and
+    5 is held to a tenth of max_hot 20, 2."""
+    store = make_store(max_hot=20, protect_s=0, protect_memories=n)
+    _filled(store, 20)
+    got = [store.remember(x, 1.0, now=T0 + (30 + i) * S).evicted for i, x in enumerate("def")]
+    # f19 (9) is among the 2 newest until e comes: d waits for f
+    assert got == ([("d",), ("e",), ("f",)] if n == 0 else [("f0",), ("f1",), ("d",)])
+    assert store.stats(now=T0 + 40 * S).protected == min(n, 2)
+
+
+def test_protection_by_activity_holds_under_the_wall_clock_and_long_silences(
+    make_store: StoreFactory,
+) -> None:
+    """Counted in memories remembered, not time: an hour later the newest is still held."""
+    store = make_store(max_hot=10, protect_s=0, protect_memories=1)
+    _filled(store, 10)
+    assert store.remember("small", 0.5, now=T0 + 3600 * S).evicted == ("f0",)
+    # small is no longer the newest
+    assert store.remember("next", 9.5, now=T0 + 7200 * S).evicted == ("small",)
+
+
+@pytest.mark.parametrize("n", [2, 0])
+def test_a_batch_protects_its_last_protect_memories(make_store: StoreFactory, n: int) -> None:
+    """The 2 newest as the call leaves the namespace: m20 and m21, the lowest ranked."""
+    store = make_store(max_hot=20, protect_s=0, protect_memories=n)
+    r = store.remember_many([Item(f"m{i}", 30.0 - i) for i in range(22)], now=T0)
+    assert sorted(r.evicted) == (["m18", "m19"] if n else ["m20", "m21"]) and r.over == 0
+    assert store.stats(now=T0).protected == n
+
+
+def test_a_changed_protect_memories_applies_to_every_memory(make_store: StoreFactory) -> None:
+    store = make_store(max_hot=20, protect_s=0, protect_memories=2)
+    _filled(store, 18)
+    store.remember("x", 3.0, now=T0 + 20)
+    store.remember("y", 4.0, now=T0 + 21)
+    assert store.stats(now=T0 + 22).protected == 2
+    # lower: x, the lowest, is no longer covered and goes as soon as the hot tier is over
+    store.set_policy(protect_memories=1, max_hot=19, now=T0 + 23)
+    assert store.get("x", now=T0 + 23).tier == "cold"  # type: ignore[union-attr]
+    assert store.stats(now=T0 + 23).protected == 1
+    store.set_policy(protect_memories=0, now=T0 + 24)
+    assert store.stats(now=T0 + 24).protected == 0
+    # higher: y, the lowest now, is one of the newest again: eviction reaches it, puts it
+    # back among the protected and takes the next lowest
+    store.set_policy(protect_memories=1, max_hot=18, now=T0 + 25)
+    assert store.get("y", now=T0 + 25).tier == "hot"  # type: ignore[union-attr]
+    assert store.get("f0", now=T0 + 25).tier == "cold"  # type: ignore[union-attr]
+    assert store.stats(now=T0 + 25).protected == 1
 
 
 # Rule 6: eviction

@@ -1170,7 +1170,7 @@ def test_two_simulations_at_once_on_one_server_never_meet(
         return Transcript(turns, name)
 
     window = 10
-    policies = memevict_policies(window, {"protect_s": 0}, [])
+    policies = memevict_policies(window, {"protect_s": 0, "protect_memories": 0}, [])
     other = key_name("memevict-simulate-0", "window")  # not ours: left alone
     client.set(other, "someone else's")
     start = threading.Barrier(2)

@@ -28,6 +28,7 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "max_tokens": (0, _MAX_INT),
     "idle_ttl_s": (0, 1e9),
     "index": (0, 1),
+    "protect_memories": (0, 1_000_000),
 }
 
 
@@ -62,12 +63,15 @@ class Policy:
     index: whether the namespace keeps a lexical index of its memories' terms, for
         search: 1 indexes every memory remembered with text from then on; 0 keeps
         none, and deletes one kept before.
+    protect_memories: memories remembered in the namespace after a memory's first
+        remember before it can be evicted (the newest ones are kept whatever their
+        score, on either clock); 0: none.
     """
 
     max_hot: int = 100
     evict_batch: int = 0
     clock: str = "activity"
-    half_life_memories: float = 500.0
+    half_life_memories: float = 10_000.0
     half_life_s: float = 1800.0
     whitelist_boost: float = 10.0
     whitelist_cap: int = 20
@@ -79,6 +83,7 @@ class Policy:
     max_tokens: int = 0
     idle_ttl_s: float = 0.0
     index: int = 0
+    protect_memories: int = 8
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -124,6 +129,38 @@ class Policy:
                     f"--{field.name.replace('_', '-')} VALUE sets it)"
                 ) from None
         return cls(**kwargs)  # type: ignore[arg-type]
+
+
+# Defaults changed since memevict 0.1.0: each field's default before (issue 40:
+# benchmarks/RESULTS.md, "What was just said, held by activity"). A namespace made
+# before keeps its stored policy; a Policy relying on the new defaults differs from it.
+CHANGED_DEFAULTS: Mapping[str, float | int] = {"half_life_memories": 500.0, "protect_memories": 0}
+
+
+def mismatch(namespace: str, stored: Policy, given: Policy) -> str:
+    """Why a policy given for a namespace is not the stored one: the fields that
+    differ, and those that hold a default from before it changed."""
+    differ = [f.name for f in fields(Policy) if getattr(stored, f.name) != getattr(given, f.name)]
+    shown = ", ".join(
+        f"{name}={getattr(stored, name)!r} (given {getattr(given, name)!r})" for name in differ
+    )
+    text = (
+        f"namespace {namespace!r} already has a policy that differs in {shown}; pass "
+        "replace_policy=True to replace it, or adopt_policy=True to use it"
+    )
+    old = [
+        name
+        for name in differ
+        if getattr(stored, name) == CHANGED_DEFAULTS.get(name)
+        and getattr(given, name) == getattr(Policy(), name)
+    ]
+    if old:
+        keep = ", ".join(f"{name}={CHANGED_DEFAULTS[name]!r}" for name in old)
+        text += (
+            f" ({', '.join(old)}: the namespace has the default from before memevict changed "
+            f"it; give {keep} to keep what it has)"
+        )
+    return text
 
 
 def field_docs() -> dict[str, str]:

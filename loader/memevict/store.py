@@ -35,7 +35,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
-from memevict.policy import Policy
+from memevict.policy import Policy, mismatch
 from memevict.registry import (
     MIGRATION_WAIT_S,
     Choice,
@@ -371,10 +371,7 @@ class StoreBase:
         """The stored policy, which must be ``policy`` when one was asked for
         (unless the store adopts a stored policy)."""
         if policy is not None and stored != policy and not self.adopt_policy:
-            raise PolicyMismatch(
-                f"namespace {self.namespace!r} already has policy {stored}; "
-                "pass replace_policy=True to replace it, or adopt_policy=True to use it"
-            )
+            raise PolicyMismatch(mismatch(self.namespace, stored, policy))
         return stored
 
     def _parse_stored_policy(self, values: Sequence[Any]) -> Policy:
@@ -396,7 +393,12 @@ class StoreBase:
 
 # The policy fields added after memevict 0.1.0, and the value a policy stored without them
 # reads (the fifth entry of their line in lua/lib/policy.lua's POLICY: a test checks).
-FIELDS_ADDED_SINCE_0_1_0 = {"max_tokens": "0", "idle_ttl_s": "0", "index": "0"}
+FIELDS_ADDED_SINCE_0_1_0 = {
+    "max_tokens": "0",
+    "idle_ttl_s": "0",
+    "index": "0",
+    "protect_memories": "0",
+}
 
 
 class MemoryStore(StoreBase):

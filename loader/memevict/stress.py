@@ -80,6 +80,9 @@ def stress_policy() -> Policy:
         half_life_s=5.0,
         whitelist_cap=4,
         protect_s=0.25,
+        # (protection by activity is checked by tests/test_model.py and test_rules.py;
+        # this checker reads protection by time: prot's keys as ms)
+        protect_memories=0,
         cold_max=40,
         jitter=0.001,
         idle_ttl_s=600,  # every write keeps every key alive: checked on each snapshot

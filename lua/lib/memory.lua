@@ -14,7 +14,9 @@
 --   links  zset  group .. '\0' .. id of every memory in a group (hot or
 --                 cold), all at score 0: a group's members are one lex range
 --   fresh  zset  protected hot memories that are not whitelisted, by decay key
---   prot   zset  hot memories whose protection may not have run out, by protected-until ms
+--   prot   zset  hot memories whose protection may not have run out: by
+--                 protected-until ms while that lies ahead, else (protected
+--                 as one of the newest, see protected) by ACTIVITY + order
 --   wl     zset  whitelisted hot memories, by whitelist key
 --   cold   zset  cold memories, by last use ms (least recently used first)
 --
@@ -228,23 +230,83 @@ local function evictable_index(m)
   return m.group == '' and KEY.hot or KEY.ghot
 end
 
+-- Protection: a hot memory is protected (in fresh, or wl, and in prot;
+-- never evicted) while either holds:
+--   time      its protected-until ms lies ahead (protect_s from its last
+--             remember or recall: m.till > now)
+--   activity  it is one of the namespace's newest: fewer than
+--             protect_memories memories were remembered after its first
+--             remember (its order m.n above t.newest, the order counter as
+--             the call leaves it less protect_memories); at most a tenth of
+--             max_hot (p.protect_newest), so nine tenths of the hot tier stay
+--             ranked whatever protect_memories a small max_hot is given
+-- Both are judged at the call's now and end-of-call order, so protection
+-- runs out only between calls. prot ranks a memory by its protected-until
+-- ms while that lies ahead, else by ACTIVITY + its order: every ms (at most
+-- the year 9999 plus protect_s) lies below ACTIVITY, and every order is
+-- exact above it, so one range of prot is what ran out by time and one what
+-- ran out by activity.
+local ACTIVITY = 2 ^ 50
+
+local function protected(m, t)
+  return m.till > t.now or m.n > t.newest
+end
+
+-- Its score in prot (for a protected memory).
+local function prot_score(m, t)
+  if m.till > t.now then return m.till end
+  return ACTIVITY + m.n
+end
+
+-- The protection that ran out by the call's now and order (at most limit
+-- ids; for stats and backlog counts, use ran_out_count).
+local function ran_out(now, newest, limit)
+  local ids = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now, 'LIMIT', 0, limit)
+  if #ids < limit then
+    local more = rcall('ZRANGEBYSCORE', KEY.prot, ACTIVITY, ACTIVITY + newest, 'LIMIT', 0,
+      limit - #ids)
+    for _, id in ipairs(more) do ids[#ids + 1] = id end
+  end
+  return ids
+end
+
+local function ran_out_count(now, newest)
+  return typed_read('ZCOUNT', KEY.prot, '-inf', now) +
+    rcall('ZCOUNT', KEY.prot, ACTIVITY, ACTIVITY + newest)
+end
+
+-- How many hot memories are protected at now and order newest.
+local function protected_count(now, newest)
+  return rcall('ZCOUNT', KEY.prot, '(' .. fmt(now), '(' .. fmt(ACTIVITY)) +
+    rcall('ZCOUNT', KEY.prot, '(' .. fmt(ACTIVITY + newest), '+inf')
+end
+
+-- The order at and below which no memory is protected by activity, once a
+-- call that remembers k memories ends.
+local function newest_after(p, st, k)
+  return st.seq + k - p.protect_newest
+end
+
 -- What every script that moves memories reads before its first write: the
 -- sizes of the hot tier and the cold tier, the hot tier's tokens, and the
--- first memories whose protection ran out by now (one more than a call
--- handles, to see whether more are left). Each read also checks its key's
+-- first memories whose protection ran out by now and by the order the call
+-- leaves (one more than a call handles, to see whether more are left; k:
+-- how many memories the call remembers). Each read also checks its key's
 -- type; text, which these scripts only write (trim_cold), gets a TYPE. The
 -- sizes are kept up to date by the helpers that move memories (lift,
 -- enforce, trim_cold); work and demote count down this call's budget; dirty
 -- holds the groups whose members moved (see regroup).
-local function read_tiers(now, st)
+local function read_tiers(now, p, st, k)
   check_types(KEY.text, KEY.links, KEY.groups, KEY.terms, KEY.entries, KEY.entry_of)
+  local newest = newest_after(p, st, k or 0)
   return {
     size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
       typed_read('ZCARD', KEY.wl) + typed_read('ZCARD', KEY.ghot),
     cold = typed_read('ZCARD', KEY.cold),
     tokens = st.tokens,
-    expired = typed_read('ZRANGEBYSCORE', KEY.prot, '-inf', now, 'LIMIT', 0, WORK + 1),
+    expired = ran_out(now, newest, WORK + 1),
     now = now,
+    newest = newest,
     work = WORK,
     demote = DEMOTE,
     dirty = {},
@@ -253,8 +315,9 @@ local function read_tiers(now, st)
 end
 
 -- Moves the memories whose protection ran out (t.expired, up to WORK) from
--- fresh to hot (ghot for a memory in a group). t.expiring: more ran out
--- than this call handles.
+-- fresh to hot (ghot for a memory in a group); one still protected the other
+-- way stays, ranked in prot by that. t.expiring: more ran out than this call
+-- handles.
 local function expire_protection(t)
   local ids = t.expired
   t.expiring = #ids > WORK
@@ -262,10 +325,13 @@ local function expire_protection(t)
   ids = {unpack(ids, 1, math.min(#ids, WORK))}
   local keys = rcall('ZMSCORE', KEY.fresh, unpack(ids))
   local raws = rcall('HMGET', KEY.meta, unpack(ids))
-  local moved, entries = {}, {[KEY.hot] = {}, [KEY.ghot] = {}}
+  local moved, entries, held = {}, {[KEY.hot] = {}, [KEY.ghot] = {}}, {}
   for j, id in ipairs(ids) do
-    if keys[j] then
-      local m = raws[j] and unpack_meta(id, raws[j])
+    local m = raws[j] and unpack_meta(id, raws[j])
+    if m and protected(m, t) then
+      held[#held + 1] = prot_score(m, t)
+      held[#held + 1] = id
+    elseif keys[j] then
       local index = KEY.hot
       if m and m.group ~= '' then
         index = KEY.ghot
@@ -284,6 +350,7 @@ local function expire_protection(t)
     end
   end
   rcall('ZREM', KEY.prot, unpack(ids))
+  if #held > 0 then rcall('ZADD', KEY.prot, unpack(held)) end
   t.work = t.work - #ids
 end
 
@@ -333,29 +400,29 @@ local function start_writes(t, p, st)
 end
 
 -- Takes a hot memory out of its hot indexes (not meta). Runs after
--- expire_protection, so prot holds it only if its protection runs past now.
+-- expire_protection, so prot holds it only if it is protected.
 local function unplace(m, t)
   if m.wl then
     rcall('ZREM', KEY.wl, m.id)
   elseif rcall('ZREM', evictable_index(m), m.id) == 0 then
     rcall('ZREM', KEY.fresh, m.id)
   end
-  if m.till > t.now then rcall('ZREM', KEY.prot, m.id) end
+  if protected(m, t) then rcall('ZREM', KEY.prot, m.id) end
   if m.group ~= '' then t.dirty[m.group] = true end
 end
 
 -- Puts a hot memory into the index its state calls for; returns its decay
 -- key (nil for a whitelisted memory).
 local function place(m, t, p, st)
-  local protected = m.till > t.now
+  local held = protected(m, t)
   local key
   if m.wl then
     rcall('ZADD', KEY.wl, fmt(whitelist_key(m, st)), m.id)
   else
     key = decay_key(m, p, st)
-    rcall('ZADD', protected and KEY.fresh or evictable_index(m), fmt(key), m.id)
+    rcall('ZADD', held and KEY.fresh or evictable_index(m), fmt(key), m.id)
   end
-  if protected then rcall('ZADD', KEY.prot, m.till, m.id) end
+  if held then rcall('ZADD', KEY.prot, prot_score(m, t), m.id) end
   if m.group ~= '' then
     -- (its link is written with every placement: a lost one heals here)
     if rcall('ZADD', KEY.links, 0, link_of(m)) == 1 and t.members[m.group] then
@@ -564,7 +631,7 @@ local function pressure(p, st, now)
   if n.units > 0 then
     due = math.max(math.min(n.over, n.units), n.over_tokens > 0 and 1 or 0)
   end
-  n.backlog = typed_read('ZCOUNT', KEY.prot, '-inf', now) + due +
+  n.backlog = ran_out_count(now, newest_after(p, st, 0)) + due +
     math.max(0, n.wl - p.whitelist_cap) + cold_due(p, n.cold)
   return n
 end
@@ -611,10 +678,10 @@ end
 -- Puts a memory found evictable while protected (a policy change moved its
 -- protection) back where it belongs.
 -- (index: where it still is; nil when it was popped already.)
-local function reprotect(m, index, key)
+local function reprotect(m, index, key, t)
   if index then rcall('ZREM', index, m.id) end
   rcall('ZADD', KEY.fresh, fmt(key), m.id)
-  rcall('ZADD', KEY.prot, m.till, m.id)
+  rcall('ZADD', KEY.prot, prot_score(m, t), m.id)
 end
 
 -- The hot tier's tokens and highest order, summed from the metadata of
@@ -677,8 +744,8 @@ local function evict_popped(entries, st, t, evicted)
     local m = raws[i] and unpack_meta(id, raws[i])
     if not m then -- its metadata was lost (docs/operations.md: Lost keys): the entry went
       lost = lost + 1
-    elseif m.till > t.now then
-      reprotect(m, nil, key)
+    elseif protected(m, t) then
+      reprotect(m, nil, key, t)
     else
       ms[#ms + 1], keys[#keys + 1] = m, key
     end
@@ -703,8 +770,8 @@ local function evict_group(e, st, t, evicted)
       lost[#lost + 1], gone[#gone + 1] = e.id .. '\0' .. id, id
     elseif not keys[i] then
       held = true -- not evictable after all: the group stays
-    elseif m.till > t.now then
-      reprotect(m, KEY.ghot, tonumber(keys[i]))
+    elseif protected(m, t) then
+      reprotect(m, KEY.ghot, tonumber(keys[i]), t)
       held = true
     else
       m.key = tonumber(keys[i])

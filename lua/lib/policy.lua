@@ -23,9 +23,12 @@ local POLICY = {
   {'max_tokens', 'int', 0, MAX_INT, '0'},
   {'idle_ttl_s', 'num', 0, 1e9, '0'},
   {'index', 'int', 0, 1, '0'},
+  {'protect_memories', 'int', 0, 1000000, '0'},
 }
--- The fields a packed copy of memevict before 'index' holds (see unpacked_policy).
-local BEFORE_INDEX = #POLICY - 1
+-- How many fields a packed copy holds, by its length (see unpacked_policy): a
+-- memevict before 'index' packed 14 fields, with its revision after them or
+-- none; one before 'protect_memories' 15, with its revision.
+local PACKED_FIELDS = {[14] = 14, [15] = 14, [16] = 15}
 
 -- Parses one policy value; nil and a reason when it is out of range.
 local function policy_value(field, s)
@@ -98,6 +101,8 @@ local function policy_of(numbers)
     p[f[1]] = f[2] == 'word' and f[3][numbers[i]] or numbers[i]
   end
   p.activity = p.clock == 'activity'
+  -- (protection by activity holds at most a tenth of max_hot: lib/memory.lua)
+  p.protect_newest = math.min(p.protect_memories, math.floor(p.max_hot / 10))
   -- (its revision, as the seen a write carries spells it: see load_policy)
   p.revision = fmt(numbers[#POLICY + 1] or 0)
   if p.activity then
@@ -200,15 +205,16 @@ local function valid_numbers(numbers)
 end
 
 -- The policy of a packed copy, or nil if it is damaged (valid_numbers). A copy
--- an earlier memevict packed holds the fields before 'index' (with its revision
--- after them, or none): index reads its default.
+-- an earlier memevict packed holds fewer fields (PACKED_FIELDS): the fields
+-- added since read their defaults, and its revision moves after them.
 local function unpacked_policy(packed)
   local ok, numbers = pcall(cmsgpack.unpack, packed)
   if not ok or type(numbers) ~= 'table' then return nil end
-  if #numbers == BEFORE_INDEX or #numbers == BEFORE_INDEX + 1 then
-    local revision = numbers[BEFORE_INDEX + 1]
-    numbers[BEFORE_INDEX + 1] = tonumber(POLICY[#POLICY][5])
-    numbers[BEFORE_INDEX + 2] = revision
+  local have = PACKED_FIELDS[#numbers]
+  if have then
+    local revision = numbers[have + 1]
+    for i = have + 1, #POLICY do numbers[i] = tonumber(POLICY[i][5]) end
+    numbers[#POLICY + 1] = revision
   end
   if not valid_numbers(numbers) then return nil end
   return policy_of(numbers)

@@ -91,12 +91,13 @@ class _Workload:
     def __init__(self, client: redis.Redis, namespace: str, arm: str, capacity: int) -> None:
         self.arm, self.next_id = arm, 0
         if arm == "plain":
-            policy = Policy(max_hot=capacity, protect_s=0, cold_max=capacity)
+            policy = Policy(max_hot=capacity, protect_s=0, protect_memories=0, cold_max=capacity)
         else:
             policy = Policy(
                 max_hot=100 * capacity,
                 max_tokens=capacity * MEAN_TOKENS,
                 protect_s=0,
+                protect_memories=0,
                 cold_max=capacity,
                 idle_ttl_s=IDLE_TTL_S if arm == "ttl" else 0.0,
             )

@@ -41,7 +41,12 @@ def _used_memory(client: redis.Redis) -> int:
 
 def measure_footprint(client: redis.Redis, keys: BenchKeys, count: int) -> Footprint:
     namespace, zset = keys.namespace("footprint"), keys.key("footprint")
-    store = MemoryStore(client, namespace, Policy(max_hot=count, protect_s=0), replace_policy=True)
+    store = MemoryStore(
+        client,
+        namespace,
+        Policy(max_hot=count, protect_s=0, protect_memories=0),
+        replace_policy=True,
+    )
     ids = [f"m{i:07d}" for i in range(count)]
     # The script cache is not part of the memories: the fill sends EVALSHA.
     ScriptRegistry(client, "scripts").load()

@@ -90,7 +90,7 @@ class PeerSetup:
 
 
 def prepare_peers(client: redis.Redis, keys: BenchKeys, capacity: int) -> PeerSetup:
-    """Fills memevict's and the floor's stores (protect_s=0, so the memory a
+    """Fills memevict's and the floor's stores (protect_s=0 and protect_memories=0, so the memory a
     remember evicts is evictable) and the seed's sorted set to capacity, and
     loads the scripts."""
     client.script_load(FIXED_REPLY_SCRIPT)
@@ -105,7 +105,7 @@ def prepare_peers(client: redis.Redis, keys: BenchKeys, capacity: int) -> PeerSe
         client_path_namespace=keys.namespace("client-path"),
         capacity=capacity,
     )
-    policy = Policy(max_hot=capacity, protect_s=0)
+    policy = Policy(max_hot=capacity, protect_s=0, protect_memories=0)
     ids = [f"warm-{i}" for i in range(capacity)]
     for namespace in (setup.namespace, setup.floor_namespace):
         fill_store(client, MemoryStore(client, namespace, policy, replace_policy=True), ids)

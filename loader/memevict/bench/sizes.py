@@ -54,7 +54,10 @@ def fill_size_stores(
     for size in sizes:
         namespace, seed_key = keys.namespace(f"n{size}"), keys.key(f"seed-n{size}")
         store = MemoryStore(
-            client, namespace, Policy(max_hot=size, protect_s=0), replace_policy=True
+            client,
+            namespace,
+            Policy(max_hot=size, protect_s=0, protect_memories=0),
+            replace_policy=True,
         )
         ids = [f"m{i}" for i in range(size)]
         t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def case_name(budget: int | None) -> str:
 
 
 def fill_window_store(client: redis.Redis, namespace: str, memories: int) -> MemoryStore:
-    policy = Policy(max_hot=memories, protect_s=0, whitelist_cap=200)
+    policy = Policy(max_hot=memories, protect_s=0, protect_memories=0, whitelist_cap=200)
     store = MemoryStore(client, namespace, policy, replace_policy=True)
     rnd = random.Random(SEED)
     for start in range(0, memories, FILL_BATCH):

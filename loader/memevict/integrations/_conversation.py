@@ -119,14 +119,16 @@ def namespace_for(framework: str, session_id: str) -> str:
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
     """The policy of an adapter's namespace: the hot tier (what the model sees) holds at
-    most ``max_tokens`` tokens; a new memory is evictable at once (the adapter itself keeps
-    the current turn in the prompt); recency on the activity clock (a conversation ages by
-    its own messages, not by the wall clock); a lexical index, for the window's recall of
-    what matches the latest user message. ``changes``: any other Policy field."""
+    most ``max_tokens`` tokens; a new memory is evictable at once, neither protect_s nor
+    protect_memories holds it (the adapter itself keeps the current turn in the prompt);
+    recency on the activity clock (a conversation ages by its own messages, not by the
+    wall clock); a lexical index, for the window's recall of what matches the latest user
+    message. ``changes``: any other Policy field."""
     fields: dict[str, float | int | str] = {
         "max_hot": MAX_HOT,
         "max_tokens": max_tokens,
         "protect_s": 0.0,
+        "protect_memories": 0,
         "clock": "activity",
         "half_life_memories": HALF_LIFE_MEMORIES,
         "index": 1,
