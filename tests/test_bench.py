@@ -463,6 +463,17 @@ def test_the_index_cost_script_runs(tmp_path: Path) -> None:
     assert memory["indexed"] > memory["unindexed"]  # (the index holds something)
 
 
+def test_the_protect_cost_script_runs(tmp_path: Path) -> None:
+    # benchmarks/protect_cost.py: a server of its own, two namespaces a protect_s
+    args = ["protect_cost.py", "--rounds", "2", "--calls", "20"]
+    data = run_json(tmp_path, args, ["What protection by activity costs"])
+    assert set(data["protect_s"]) == {"30", "0"}
+    for found in data["protect_s"].values():
+        us = found["remember_us"]
+        assert _positive(*us["0"], *us["8"]) and len(us["0"]) == len(us["8"]) == 2
+        assert found["ratio_8_vs_0"] == pytest.approx(_paired(us["8"], us["0"]))
+
+
 def test_the_failover_campaign_script_runs(tmp_path: Path) -> None:
     # benchmarks/failover_campaign.py: one kill, two workers, on a Valkey cluster of six
     # servers of its own (the campaign picks its server; a restarted one syncs at once)
@@ -671,7 +682,7 @@ def test_results_names_only_scripts_that_exist() -> None:
 
 def test_the_benchmarks_readme_has_a_row_for_every_script() -> None:
     scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
-    assert 0 < len(scripts) <= 12
+    assert 0 < len(scripts) <= 13
     readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+\.py)`", readme, re.M)
     assert sorted(set(rows)) == scripts, rows
