@@ -80,9 +80,7 @@ def stress_policy() -> Policy:
         half_life_s=5.0,
         whitelist_cap=4,
         protect_s=0.25,
-        # (protection by activity is checked by tests/test_model.py and test_rules.py;
-        # this checker reads protection by time: prot's keys as ms)
-        protect_memories=0,
+        protect_memories=2,  # a tenth of max_hot: the newest 2 are protected too
         cold_max=40,
         jitter=0.001,
         idle_ttl_s=600,  # every write keeps every key alive: checked on each snapshot
@@ -91,6 +89,8 @@ def stress_policy() -> Policy:
 
 
 WINDOW_BUDGET = 20  # tokens of the window each snapshot reads
+# prot ranks a memory protected by activity alone at ACTIVITY + its order (lib/memory.lua)
+ACTIVITY = 2**50
 # Each snapshot searches for the own terms (term_of) of PROBES ids it last saw indexed
 # and PROBES it saw at all, in one query of k PROBE_K (room for all), and for one
 # shared term ("cost" and 1..5), k PROBE_K: two searches, so the reader's extra work
@@ -147,6 +147,7 @@ class Snapshot:
     importance: dict[str, float]  # what each memory's score is built from, as stored
     stats: tuple[int, ...] | None  # the target's own counts (Stats), same transaction
     stats_now: int = 0
+    seq: int = 0  # memories remembered in the namespace (its state's order counter)
     ghot: dict[str, float] = field(default_factory=dict)
     groups: dict[str, float] = field(default_factory=dict)
     links: list[str] = field(default_factory=list)
@@ -383,6 +384,7 @@ class MemevictTarget:
             stats=tuple(int(x) for x in stats),
             # stats runs at the namespace's time if stats_now is behind it
             stats_now=max(stats_now, int(unpack_state(latest)["latest"]) if latest else 0),
+            seq=int(unpack_state(latest)["seq"]) if latest else 0,
             ghot=_scores(ghot),
             groups=_scores(groups),
             links=[x.decode("utf-8", "surrogateescape") for x in links],
@@ -614,7 +616,7 @@ class Checker:
         for memory_id, raw in s.meta.items():
             self._meta(memory_id, raw, s)
         if s.stats is not None:
-            protected = sum(1 for t in s.prot.values() if t > s.stats_now)
+            protected = sum(1 for t in s.prot.values() if not self.ran_out(t, s))
             over = max(0, len(hot_ids) - p.max_hot)
             tokens = self.tokens(s)
             view = (
@@ -639,6 +641,15 @@ class Checker:
             if x in hot and len(raw) >= META.size
         )
 
+    def ran_out(self, key: float, s: Snapshot) -> bool:
+        """A key of prot whose protection ran out at the snapshot: a protected-until ms
+        by its now, or (above ACTIVITY) an order by the newest memories it protects
+        (lib/memory.lua: protection)."""
+        if key < ACTIVITY:
+            return key <= s.stats_now
+        p = self.policy
+        return key <= ACTIVITY + s.seq - min(p.protect_memories, p.max_hot // 10)
+
     def backlog(self, s: Snapshot) -> int:
         """The work waiting for later calls (docs/rules.md: Bounded work per call),
         as stats counts it; 0 for a target that keeps no stats (the seed peer)."""
@@ -650,7 +661,7 @@ class Checker:
         units = len(s.hot) + len(s.groups)
         due = max(min(over, units), 1 if over_tokens else 0) if units else 0
         return (
-            sum(1 for t in s.prot.values() if t <= s.stats_now)
+            sum(1 for t in s.prot.values() if self.ran_out(t, s))
             + due
             + max(0, len(s.wl) - p.whitelist_cap)
             + cold_due(len(s.cold), p.cold_max)
@@ -787,7 +798,8 @@ class Checker:
             memory_id,
         )
         if cold:
-            # The cold score is the `now` of the eviction: protection had run out by then.
+            # The cold score is the `now` of the eviction: protection by time had run out
+            # by then.
             self.expect(
                 till <= s.cold[memory_id],
                 "evicted while protected",
