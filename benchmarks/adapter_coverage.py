@@ -11,7 +11,8 @@ PATH: a LoCoMo conversation, one sample (``speaker_a``, ``speaker_b``, ``session
 ``qa`` at the top level) or a list of samples (sessions under ``conversation``).
 ``--generated N``: also N conversations of memevict's own generator
 (``memevict.simulate.sessions.generate_sessions(seed, 20, style=...)``, seeds 1..N;
-``--style texting``: as people text). ``--token-weight X``: the adapters' ``token_weight``.
+``--style texting``: as people text). ``--token-weight X``: the adapters' ``token_weight``
+(default: theirs).
 ``--policy FIELD=VALUE``: a Policy field passed to every adapter's constructor (repeatable).
 ``--labeler NAME``: the adapters' labeler, as ``memevict.importance.load_labeler`` reads it.
 Without ``--url`` it starts a throwaway Valkey (the one the package ships) on a free
@@ -749,7 +750,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     cli.add_argument("--generated", type=int, default=0, help="N generated conversations")
     cli.add_argument("--style", choices=("prose", "texting"), default="prose")
     cli.add_argument(
-        "--token-weight", type=float, default=0.0, help="the adapters' token_weight (0..1)"
+        "--token-weight", type=float, help="the adapters' token_weight (0..1; default theirs)"
     )
     cli.add_argument("--adapters", default=",".join(ADAPTERS))
     cli.add_argument("--budgets", type=_numbers, default=list(BUDGETS))
@@ -778,7 +779,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         cli.error("give LoCoMo files, --generated N, or both")
     if not args.budgets or min(args.budgets) <= 0:
         cli.error("--budgets: positive token counts")
-    if not 0 <= args.token_weight <= 1:
+    if args.token_weight is not None and not 0 <= args.token_weight <= 1:
         cli.error("--token-weight: a number in [0, 1]")
     args.query = [q for q in args.query.split(",") if q]
     if not args.query or set(args.query) - set(QUERIES):
@@ -804,7 +805,7 @@ def coverage(args: argparse.Namespace, out: Run) -> dict[str, Any]:
     policy = parse_policy(args.policy)
     if args.labeler:
         policy["labeler"] = load_labeler(args.labeler)
-    if args.token_weight:
+    if args.token_weight is not None:
         policy["token_weight"] = args.token_weight
     conversations = [c for path in args.paths for c in read_path(path)]
     conversations += [generated(seed, args.style) for seed in range(1, args.generated + 1)]

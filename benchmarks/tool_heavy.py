@@ -666,14 +666,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--seed", type=int, default=0)
     cli.add_argument("--adapters", default=",".join(ADAPTERS))
     cli.add_argument("--binary", default="valkey", help="valkey, redis or a server binary")
-    cli.add_argument("--token-weight", type=float, default=0.0, help="the adapters' token_weight")
+    cli.add_argument(
+        "--token-weight", type=float, help="the adapters' token_weight (default theirs)"
+    )
     opts = cli.parse_args(argv)
     if opts.turns < MIN_TURNS:
         cli.error(f"--turns: at least {MIN_TURNS}")
-    if not 0 <= opts.token_weight <= 1:
+    if opts.token_weight is not None and not 0 <= opts.token_weight <= 1:
         cli.error("--token-weight: a number in [0, 1]")
     ADAPTER_ARGS.clear()
-    if opts.token_weight:
+    if opts.token_weight is not None:
         ADAPTER_ARGS["token_weight"] = opts.token_weight
     adapters = [a for a in opts.adapters.split(",") if a]
     if not adapters or set(adapters) - set(ADAPTERS):

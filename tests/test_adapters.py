@@ -451,12 +451,12 @@ def test_a_token_weight_outside_0_to_1_is_refused(server: Server, weight: Any) -
 
 
 def test_token_weight_ranks_a_message_by_its_value_per_token(server: Server) -> None:
-    """token_weight=1: a message's importance times WEIGHED_AT / its tokens (a short line
-    gains, a long one loses); a tool call or result, and a pinned instruction, as the
-    labeler gave them."""
+    """token_weight=1: a message longer than WEIGHED_AT tokens has its importance times
+    WEIGHED_AT / its tokens; a shorter one, a tool call or result, and a pinned
+    instruction, as the labeler gave them."""
 
     async def run() -> None:
-        plain = MemevictSession("unweighted", url=_url(server), max_tokens=2000)
+        plain = MemevictSession("unweighted", url=_url(server), max_tokens=2000, token_weight=0)
         weighted = MemevictSession("weighted", url=_url(server), max_tokens=2000, token_weight=1)
         items = [
             _user("From now on, answer in French."),
@@ -477,10 +477,11 @@ def test_token_weight_ranks_a_message_by_its_value_per_token(server: Server) -> 
                     assert m.importance == before.importance, text
                 else:
                     tokens = approx_tokens(json.loads(text or "")["content"])
-                    assert m.importance == pytest.approx(before.importance * 25 / tokens)
+                    factor = min(1, 25 / tokens)
+                    assert m.importance == pytest.approx(before.importance * factor)
             short = next(m for t, m in now.items() if "puppy" in (t or ""))
             long = next(m for t, m in now.items() if "garden" in (t or ""))
-            assert short.importance > was[short.text].importance
+            assert short.importance == was[short.text].importance  # (not raised)
             assert long.importance < was[long.text].importance
         finally:
             for session in (plain, weighted):

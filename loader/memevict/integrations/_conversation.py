@@ -57,9 +57,11 @@ PIN_AT = 10.0  # the importance of an instruction (memevict.importance.CATEGORIE
 # An item over the whole budget is remembered at this importance, alone, so that it goes
 # straight to the cold tier (recallable) without evicting anything else.
 OVER_BUDGET_IMPORTANCE = 1e-6
-# token_weight: a message of this many tokens keeps its importance, a longer one loses some
-# (a shorter one gains), by (WEIGHED_AT / tokens) ** token_weight.
+# token_weight: a message of at most this many tokens keeps its importance, a longer one
+# loses some, by (WEIGHED_AT / tokens) ** token_weight; TOKEN_WEIGHT is the adapters'
+# default (issue 40: benchmarks/RESULTS.md, "Value per token").
 WEIGHED_AT = 25
+TOKEN_WEIGHT = 0.35
 _KNOWN = 10_000  # ids an adapter remembers having stored, per conversation
 
 
@@ -163,7 +165,7 @@ class Settings:
     recall_share: float | None = None
     # How much a message's length lowers its rank (see BaseConversation._weighted): 0,
     # importance alone; 1, importance per token.
-    token_weight: float = 0.0
+    token_weight: float = TOKEN_WEIGHT
 
     def namespace_policy(self) -> Policy:
         """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
@@ -587,13 +589,15 @@ class BaseConversation(Generic[StoreT]):
 
     def _weighted(self, item: Item) -> Item:
         """``item`` ranked by its value per token, as far as ``token_weight`` asks: its
-        importance times (WEIGHED_AT / tokens) ** token_weight, where the budget is what
-        ranks compete for. Not a pinned memory (ranked by the whitelist), one over the
-        budget (cold at once) or a tool call or result (its worth is what it explains:
-        a long traceback is as needed as a short one; see _items)."""
+        importance times (WEIGHED_AT / tokens) ** token_weight when it is longer than
+        WEIGHED_AT tokens, where the budget is what ranks compete for; a shorter one keeps
+        its importance (so no short line climbs past a tool error, which keeps its own).
+        Not a pinned memory (ranked by the whitelist), one over the budget (cold at once)
+        or a tool call or result (its worth is what it explains: a long traceback is as
+        needed as a short one; see _items)."""
         if item.whitelist or item.importance == OVER_BUDGET_IMPORTANCE:
             return item
-        factor = (WEIGHED_AT / max(1, item.tokens)) ** self.settings.token_weight
+        factor = min(1.0, (WEIGHED_AT / max(1, item.tokens)) ** self.settings.token_weight)
         return replace(item, importance=item.importance * factor)
 
     def _index(self, entry: Entry) -> bool:

@@ -46,6 +46,7 @@ from memevict.integrations._conversation import (
     RECALL_TOKENS,
     RECALL_TOOL,
     RECENT,
+    TOKEN_WEIGHT,
     AsyncConversation,
     Entry,
     OnLost,
@@ -248,8 +249,8 @@ class MemevictSession:
     the share of the budget that earlier messages matching the latest user message fill,
     evicted ones included (None: about 1,000 tokens, at most half; 0: none, and the
     namespace keeps no index).
-    ``token_weight``: 0 ranks messages by importance; up to 1, by importance per token
-    (see docs/adapters.md).
+    ``token_weight``: how far a message longer than 25 tokens ranks by its importance per
+    token (0: by importance alone; default 0.35; see docs/adapters.md).
     ``MemevictSession.from_url(session_id, url, ...)`` is the same as ``url=``."""
 
     def __init__(
@@ -267,7 +268,7 @@ class MemevictSession:
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
-        token_weight: float = 0.0,
+        token_weight: float = TOKEN_WEIGHT,
         session_settings: Any = None,
         **policy: float | int | str,
     ) -> None:

@@ -94,6 +94,7 @@ from memevict.integrations._conversation import (
     RECALL_TOKENS,
     RECALL_TOOL,
     RECENT,
+    TOKEN_WEIGHT,
     AsyncConversation,
     BaseConversation,
     Conversation,
@@ -466,8 +467,8 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     that model request. ``recall_share``: the share of the budget that earlier messages
     matching the latest user message fill, evicted ones included (None: about 1,000
     tokens, at most half; 0: none, and the namespace keeps no index).
-    ``token_weight``: 0 ranks messages by importance; up to 1, by importance per token
-    (see docs/adapters.md)."""
+    ``token_weight``: how far a message longer than 25 tokens ranks by its importance per
+    token (0: by importance alone; default 0.35; see docs/adapters.md)."""
 
     conversation: AsyncConversation
 
@@ -486,7 +487,7 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
-        token_weight: float = 0.0,
+        token_weight: float = TOKEN_WEIGHT,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
@@ -562,7 +563,7 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         recent: int = RECENT,
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
-        token_weight: float = 0.0,
+        token_weight: float = TOKEN_WEIGHT,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
