@@ -57,7 +57,8 @@ def test_remember_get_top_stats(server: Server, client: redis.Redis) -> None:
     }
 
 
-def test_search_finds_by_terms_once_the_policy_indexes(server: Server) -> None:
+def test_search_finds_by_terms_once_the_policy_indexes(server: Server, client: redis.Redis) -> None:
+    # (client: the server emptied first; namespace "cli" is every test's here)
     assert run(server, "policy", "--index", "1")[0] == 0
     run(server, "remember", "pw", "-i", "10", "--text", "the password is swordfish")
     run(server, "remember", "dog", "-i", "1", "--text", "my dog Rex")
@@ -651,7 +652,7 @@ def test_a_refused_write_creates_no_namespace(server: Server, client: redis.Redi
     assert code == 0 and "typo" not in out
 
 
-def test_the_cli_details_a_new_user_meets(server: Server) -> None:
+def test_the_cli_details_a_new_user_meets(server: Server, client: redis.Redis) -> None:
     """Item 13: --json before the command, REDIS_URL in --url's help, over and backlog in
     stats, get of no memory as JSON null, help for every policy option, and a server that
     needs a password said so."""

@@ -65,7 +65,7 @@ class Policy:
         none, and deletes one kept before.
     protect_memories: memories remembered in the namespace after a memory's first
         remember before it can be evicted (the newest ones are kept whatever their
-        score, on either clock); 0: none.
+        score, on either clock), at most a tenth of max_hot; 0: none.
     """
 
     max_hot: int = 100
