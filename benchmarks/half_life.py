@@ -35,7 +35,7 @@ from typing import Any
 import redis
 from _harness import Run, parser, paths_of, server
 
-from memevict import Policy
+from memevict import BadPolicy, Policy
 from memevict.importance import load_labeler
 from memevict.simulate import Outcome, label_transcript, memevict_policies, simulate
 from memevict.simulate.locomo import read_locomo
@@ -208,7 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--protect-memories", type=int, help="every policy's protect_memories")
     opts = cli.parse_args(argv)
     run = Run(opts)
-    chosen = policies(opts.window, opts.grid, opts.protect_s, opts.protect_memories)
+    try:
+        chosen = policies(opts.window, opts.grid, opts.protect_s, opts.protect_memories)
+    except (BadPolicy, ValueError) as error:  # (one usage line, no traceback)
+        cli.error(str(error))
     keys = {key: p.half_life_memories for key, p in chosen.items()}
     with server(opts.url) as found:
         run.on(found)
