@@ -238,7 +238,14 @@ def context(client: redis.Redis, url: str, opts: argparse.Namespace, run: Run) -
         raise SystemExit(f"context at {opts.base} takes other KEYS or ARGV: pick a later --base")
     shas = {side: client.script_load(spec.source) for side, spec in specs.items()}
     keys = specs["B"].key_names(namespace)
-    values = {"budget": str(budget), "now": "", "terms": "", "share": "", "skip": skip}
+    values = {
+        "budget": str(budget),
+        "now": "",
+        "terms": "",
+        "share": "",
+        "detail": "0",
+        "skip": skip,
+    }
     args = specs["B"].argv({name: values[name] for name in specs["B"].args})
     replies = [client.evalsha(sha, len(keys), *keys, *args) for sha in shas.values()]
     same = all(reply == replies[0] for reply in replies)  # (a variant leaving a part out differs)

@@ -7,13 +7,15 @@
 -- whitelist_cap demotes, a lower max_hot, max_tokens or cold_max evicts, in this call.
 --
 -- KEYS[1] policy: hash, the namespace's Policy
--- KEYS[2] state: hash, field packed: eight doubles (struct '<dddddddd'): epoch (ms),
+-- KEYS[2] state: hash, field packed: nine doubles (struct '<ddddddddd'): epoch (ms),
 --   decay (D: the running sum of ln(rate), plus the whole shifts that keep the decay
 --   keys small), seq (memories remembered: the jitter counter and the activity
 --   clock), g0 and x0 (the recency clock's value and position, ms or seq, where the
 --   policy last changed), latest (the latest now a write used: the namespace's time,
 --   which never runs back), wbase (the offset of the whitelist keys), tokens (the hot
---   tier's total tokens); see read_state in lib/policy.lua
+--   tier's total tokens), ver (the namespace's version: every call that writes makes
+--   a new one; a state made again starts at the server's time in µs); see read_state
+--   in lib/policy.lua
 -- KEYS[3] meta: hash, id -> packed metadata
 -- KEYS[4] text: hash, id -> text
 -- KEYS[5] hot: zset, evictable hot memories in no group, by decay key
@@ -185,9 +187,12 @@ local function rebuild_state(p)
   -- place): the one rebuild that reads both tiers whole (docs/operations.md: Lost keys).
   local tokens, seq = hot_totals()
   each_meta(KEY.cold, function(m) seq = math.max(seq, m.n) end)
+  -- (a version no client saw before: one may hold what it read of the lost state)
+  local t = rcall('TIME')
   save_state({epoch = incarnation or new_epoch(), decay = decay, seq = seq, g0 = g0,
     x0 = p.activity and seq or latest,
-    latest = latest, wbase = wbase, tokens = tokens, changed = true})
+    latest = latest, wbase = wbase, tokens = tokens,
+    ver = tonumber(t[1]) * 1000000 + tonumber(t[2]), changed = true})
 end
 
 local has_state = st0 ~= nil
@@ -204,9 +209,11 @@ if has_state then
   local st = read_state()
   if st.fields and rcall('HEXISTS', KEY.state, 'tokens') == 0 then
     st.tokens = hot_totals(RECOUNT) or st.tokens
+    new_version(st)
     save_state(st)
   elseif st.tokens ~= 0 and rcall('EXISTS', KEY.meta) == 0 then
-    st.tokens, st.changed = 0, true
+    st.tokens = 0
+    new_version(st)
     save_state(st)
   end
 end
@@ -255,7 +262,8 @@ local function policy_repack()
     if old and (old.activity ~= new.activity or old.lambda ~= new.lambda) then
       local st = read_state()
       local at = namespace_now(now, st)
-      st.g0, st.x0, st.changed = clock(at, old, st), position(at, new, st), true
+      st.g0, st.x0 = clock(at, old, st), position(at, new, st)
+      new_version(st)
       save_state(st)
     end
   end
@@ -307,7 +315,7 @@ end
 rcall('HSET', KEY.policy, unpack(fields))
 if not has_state then
   save_state({epoch = new_epoch(), decay = 0, seq = 0, g0 = 0, x0 = 0, latest = 0, wbase = 0,
-    tokens = 0, changed = true})
+    tokens = 0, ver = 0, changed = true})
 end
 -- A new clock or half-life starts a new piece of G at its value now, so
 -- recency already lost stays lost and no key changes (O(1)). Unchanged
@@ -315,7 +323,8 @@ end
 local p, st = load_policy()
 -- (A policy lost while the state remained keeps the clock where it stands.)
 if status == 'replaced' or not has_state then
-  st.g0, st.x0, st.changed = g_now, position(now, p, st), true
+  st.g0, st.x0 = g_now, position(now, p, st)
+  new_version(st)
   save_state(st)
 end
 if status == 'replaced' then

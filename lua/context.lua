@@ -33,13 +33,19 @@
 -- ARGV[3] terms: the query's terms, as search's ('' none: no query)
 -- ARGV[4] share: decimal in [0, 1], the part of the budget the query fills ('' = 0);
 --   nothing without a budget
--- ARGV[5] skip: 1 per item, repeated 0..100 times: the ids of memories to
+-- ARGV[5] detail: 0|1, 1 adds each memory's tokens and order to the reply
+-- ARGV[6] skip: 1 per item, repeated 0..100 times: the ids of memories to
 --   leave out (each 1..1024 bytes; unknown or cold ones change nothing)
 --
--- Returns: [[id, ...], [text, ...], tokens, left, epoch, [recalled id, ...]]: the
---   memories' ids and texts (nil for a memory stored without text) in the order
---   first remembered; tokens, left and epoch as window returns them (left: the
---   hot memories neither in the reply nor skipped); the ids the query brought.
+-- Returns: [[id, ...], [text, ...], tokens, left, epoch, [recalled id, ...],
+--   version, [tokens, ...], [order, ...]]: the memories' ids and texts (nil for a
+--   memory stored without text) in the order first remembered; tokens, left and
+--   epoch as window returns them (left: the hot memories neither in the reply nor
+--   skipped); the ids the query brought; the namespace's version (integer: every
+--   call that writes makes a new one; see remember_many.lua); with detail 1, each
+--   memory's tokens and order (integers; empty lists with detail 0). With no
+--   skip, no query and a budget the whole hot tier fits in (left 0), the reply
+--   is the hot tier at that version: what a client that keeps it starts from.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ARG, BAD_NOW, BAD_ID, BAD_TERMS, NO_POLICY
 --@include lib/args.lua
 --@include lib/policy.lua
@@ -51,14 +57,18 @@ local budget = math.huge
 if ARG.budget ~= '' then budget = arg_count(ARG.budget, 'budget', 1, 9007199254740991) end
 local now = arg_now(ARG.now)
 local terms, share = arg_query(ARG.terms, ARG.share)
-if #ARGV > 104 then fail('ARITY', 'context takes at most 100 ids to skip') end
+local detail = arg_flag(ARG.detail, 'detail')
+if #ARGV > 105 then fail('ARITY', 'context takes at most 100 ids to skip') end
 local skip = {}
-for i = 5, #ARGV do skip[arg_id(ARGV[i])] = true end
+for i = 6, #ARGV do skip[arg_id(ARGV[i])] = true end
 local p, st = load_policy()
 now = namespace_now(now, st)
 
 local taken, total, left, recalled = query_window(budget, terms, share, now, p, st, skip)
-local ids, brought = {}, {}
+local ids, brought, sizes, orders = {}, {}, {}, {}
 for i, m in ipairs(taken) do ids[i] = m.id end
 for i, m in ipairs(recalled) do brought[i] = m.id end
-return {ids, texts_of(taken), total, left, st.epoch, brought}
+if detail then
+  for i, m in ipairs(taken) do sizes[i], orders[i] = m.tokens, m.n end
+end
+return {ids, texts_of(taken), total, left, st.epoch, brought, st.ver, sizes, orders}

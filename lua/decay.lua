@@ -44,7 +44,7 @@ check_layout()
 local rate = arg_rate(ARG.rate)
 local p, st = load_policy(ARG.seen)
 
-return once(p, function()
+return once(p, st, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
     KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of) -- (only kept alive here)
   st.decay, st.changed = st.decay + math.log(rate), true

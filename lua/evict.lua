@@ -47,7 +47,7 @@ local now = arg_now(ARG.now)
 local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 
-return once(p, function()
+return once(p, st, function()
   check_types(KEY.meta) -- read only after the first write (enforce)
   local t = read_tiers(now, p, st)
   start_writes(t, p, st)

@@ -40,7 +40,7 @@ check_layout()
 local id = arg_id(ARG.id)
 local p, st = load_policy(ARG.seen)
 
-return once(p, function()
+return once(p, st, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
     KEY.groups, KEY.links, KEY.state, KEY.terms, KEY.entries, KEY.entry_of)
   local m = read_live(id, p)

@@ -75,7 +75,7 @@ local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 check_budget(tokens, p)
 
-return once(p, function()
+return once(p, st, function()
   local m = read_meta(id)
   local gone = m and cold_gone(m, p)
   local members = join_check(not gone and m or nil, group)

@@ -35,9 +35,15 @@
 --   in remember.lua; the items' terms at most 256 in all (BAD_TERMS)
 --
 -- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over,
---   over_tokens] with one score per item in order (its score right after it
---   was remembered, string %.17g), and evicted, demoted, over and
---   over_tokens as remember returns them.
+--   over_tokens, version, [order, ...], [moved id, ...]] with one score per item
+--   in order (its score right after it was remembered, string %.17g); evicted,
+--   demoted, over and over_tokens as remember returns them; the namespace's
+--   version this call made (integer; the one before it is version - 1: every call
+--   that writes makes one); each item's order (integer: where the window places
+--   it, the order of its first remember); and the ids the items' groups brought
+--   back from the cold tier or dropped (members an item joining a group moved).
+--   So a client that holds the hot tier as it was at version - 1 knows it now:
+--   the items (those not evicted), at their orders, and the moved ids changed.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
 --   BAD_NOW, BAD_TERMS, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
@@ -70,7 +76,7 @@ local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 for i = 1, n do check_budget(toks[i], p) end
 
-return once(p, function()
+return once(p, st, function()
   local raws = typed_read('HMGET', KEY.meta, unpack(ids))
   local gone = {} -- ids stored cold beyond cold_max: remembered anew
   local joining = {} -- group -> ids joining it in this batch
@@ -196,5 +202,12 @@ return once(p, function()
     reindex(kept, new)
   end
   local evicted, over, over_tok = enforce(p, st, t)
-  return {scores, evicted, demoted, over, over_tok}
+  local orders, brought = {}, {}
+  for i = 1, n do
+    local m = seen[ids[i]] -- (nil: dropped by a later item's group, so in moved too)
+    orders[i] = m and m.n or 0
+  end
+  for id in pairs(moved) do brought[#brought + 1] = id end
+  table.sort(brought) -- (a reply independent of the table's order)
+  return {scores, evicted, demoted, over, over_tok, st.ver, orders, brought}
 end)

@@ -46,7 +46,7 @@ local now = arg_now(ARG.now)
 local p, st = load_policy(ARG.seen)
 now = namespace_now(now, st)
 
-return once(p, function()
+return once(p, st, function()
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local t = read_tiers(now, p, st)

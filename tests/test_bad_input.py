@@ -215,7 +215,9 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "query": "tea",
         "share": 0.5,
         "now": LATER,
+        "detail": True,
     },
+    "version": {},
     "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
     "drop": {},
     "close": {},
@@ -229,7 +231,8 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     },
 }
 READ_ONLY_METHODS = {
-    "get", "top", "stats", "reload_policy", "window", "context", "scan", "close", "search"
+    "get", "top", "stats", "reload_policy", "window", "context", "scan", "close", "search",
+    "version",
 }  # fmt: skip
 
 
@@ -379,6 +382,7 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("None", None, BadArgument),
     ],
     "whitelist": [bad("str 'no'", "no", BadArgument)],
+    "detail": [bad("int 1", 1, BadArgument), bad("str '1'", "1", BadArgument)],
     "skip": [
         bad("str", "ab", BadArgument),
         bad("None", None, BadArgument),
@@ -535,7 +539,7 @@ def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, met
 # Which script each method runs, to plant a key of the wrong type under it.
 # The script each method runs (reload_policy runs none: an HMGET of the policy).
 METHOD_SCRIPTS = {
-    **{m: m for m in VALID_CALLS if m not in ("reload_policy", "close")},
+    **{m: m for m in VALID_CALLS if m not in ("reload_policy", "close", "version")},
     "set_policy": "configure",
     "recreate": "configure",
 }
@@ -549,7 +553,7 @@ WRONG_TYPE_ROLES = [
     if m != "drop"  # (it deletes a key of any type: test_drop_deletes_a_key_of_the_wrong_type)
     for r in specs()[METHOD_SCRIPTS[m]].keys
     if r != RECEIPT
-]
+] + [("version", "state")]  # (no script: an HMGET of the state)
 
 
 @pytest.mark.parametrize(
@@ -626,6 +630,7 @@ GOOD_ARGS: dict[str, Any] = {
     "text": "t",
     "has_text": "1",
     "whitelist": "1",
+    "detail": "1",
     "now": str(LATER),
     "rate": "0.5",
     "k": "3",
@@ -796,6 +801,7 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
     "k": ("BAD_ARG", [("201", "201"), ("100001", "100001"), ("empty", ""), *NOT_WHOLE]),
     "has_text": ("BAD_ARG", NOT_A_FLAG),
     "whitelist": ("BAD_ARG", NOT_A_FLAG),
+    "detail": ("BAD_ARG", NOT_A_FLAG),
     "mode": (
         "BAD_ARG",
         [("upsert", "upsert"), ("empty", ""), ("upper case", "INIT"), ("padded", "init ")],

@@ -258,7 +258,7 @@ def test_the_python_state_layout_is_the_luas() -> None:
     form = re.search(r"local PACKED_STATE = '(.*)'", source)
     assert names is not None and form is not None
     assert tuple(re.findall(r"'(\w+)'", names.group(1))) == STATE_FIELDS
-    assert struct.calcsize(form.group(1)) == struct.calcsize(STATE_FORMAT) == 64
+    assert struct.calcsize(form.group(1)) == struct.calcsize(STATE_FORMAT) == 72
 
 
 def test_a_state_kept_in_fields_is_read_and_packed(client: redis.Redis) -> None:
@@ -288,4 +288,4 @@ def test_a_damaged_state_is_rebuilt(client: redis.Redis) -> None:
     # The call fails NO_POLICY before any write; the store configures again,
     # which rebuilds the state from the memories (docs/operations.md: Lost keys).
     assert store.remember("c", 3.0, now=T0 + S).evicted == ("a",)
-    assert len(client.hget(key_name("ns", "state"), "packed") or b"") == 64
+    assert len(client.hget(key_name("ns", "state"), "packed") or b"") == 72

@@ -231,8 +231,14 @@ def reads(r: Run) -> None:
     assert r.s.stats().protected == 0  # the server clock is years past T0
     window = r.s.window(tokens=2, now=T0 + 300 * S)
     assert [m.id for m in window] == [r.id("w"), r.id("d")]  # the top two, in time order
-    context = r.s.context(tokens=2, now=T0 + 300 * S)
+    context = r.s.context(tokens=2, now=T0 + 300 * S, detail=True)
     assert [(id, text) for id, text in context] == [(m.id, m.text) for m in window]
+    assert context.sizes == tuple(m.tokens for m in window)
+    version = r.s.version()  # (a plain HGETALL of the state: allowed by the rules)
+    assert version is not None and (version.epoch, version.version) == (
+        context.epoch,
+        context.version,
+    )
     page = r.s.scan("cold", 0, 100, now=T0 + 300 * S)
     cold = [
         r.id(x) for x in "abcdvw" if (m := r.s.get(r.id(x), now=T0 + 300 * S)) and m.tier == "cold"
@@ -586,6 +592,8 @@ def test_only_the_package_scripts_are_sent(
             assert as_bytes(args[1]) in by_source
         elif name == "HMGET":  # a read-only store reads the policy
             assert as_bytes(args[1]) == key_name(namespace, "policy").encode()
+        elif name == "HGETALL":  # version() reads the state
+            assert as_bytes(args[1]) == key_name(namespace, "state").encode()
         elif name == "FCALL_RO":  # a default-mode store asks the library's version
             assert [as_bytes(a) for a in args[1:]] == [
                 library().version_function.encode(),
@@ -614,7 +622,7 @@ def test_only_the_package_scripts_are_sent(
     # if the server may evict its keys; one of a named ACL user never does.
     admin = {"CONFIG GET"}
     # (EXISTS: the namespace's keys, when the store finds no policy after the drop)
-    assert names <= {*handshake, *scripts, "HMGET", "EXISTS", *admin}
+    assert names <= {*handshake, *scripts, "HMGET", "HGETALL", "EXISTS", *admin}
     assert scripts <= names
     # Every other command the store sends is in the derived ACL.
     assert {n.lower().replace(" ", "|") for n in names - handshake - admin} <= set(commands())

@@ -21,7 +21,9 @@ from memevict.scripts import key_name, specs
 # and EVAL_RO after NOSCRIPT, SCRIPT LOAD in ScriptRegistry.load, HMGET of the
 # policy in a read-only store; EXISTS of the namespace's keys when a call finds
 # no policy (is it lost, or damaged?); SCRIPT EXISTS, for an operator
-# checking a preload; and FCALL / FCALL_RO in functions mode. Not WAIT and
+# checking a preload; FCALL / FCALL_RO in functions mode; and HGETALL of the state,
+# the namespace's version (a call of no script, so that INFO commandstats tells it
+# apart from the scripts' own HMGETs). Not WAIT and
 # WAITAOF, which a durable store sends after each write: a user of one adds
 # +wait (and +waitaof, which Redis 7.0 does not know) to these rules; refused,
 # the write is applied and the call raises NotDurable. Not FUNCTION LOAD: a
@@ -40,6 +42,7 @@ LOADER_COMMANDS = (
     "exists",
     "fcall",
     "fcall_ro",
+    "hgetall",
 )
 
 # Characters redis-cli reads literally in an unquoted argument.

@@ -53,9 +53,11 @@ from memevict.results import (
     ScanPage,
     Stats,
     Tier,
+    Version,
     Window,
 )
 from memevict.scripts import key_name
+from memevict.state import version_of
 from memevict.store import StoreBase
 
 T = TypeVar("T")
@@ -403,11 +405,21 @@ class AsyncMemoryStore(StoreBase):
         share: float | None = None,
         skip: Sequence[str] = (),
         now: int | None = None,
+        detail: bool = False,
     ) -> Context:
         """As :meth:`MemoryStore.context`."""
         return await self._run(
-            commands.context(tokens, now=now, skip=skip, query=query, share=share)
+            commands.context(tokens, now=now, skip=skip, query=query, share=share, detail=detail)
         )
+
+    async def version(self) -> Version | None:
+        """As :meth:`MemoryStore.version`."""
+        await self._ready()
+        try:
+            fields = await self.client.hgetall(self.state_key)
+        except ResponseError as error:
+            raise from_response(error) from None
+        return version_of(fields)
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

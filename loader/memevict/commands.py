@@ -427,7 +427,7 @@ def remember_many(
     values[7::8] = _call_terms(found_terms)
 
     def parse(reply: Sequence[Any]) -> Batch:
-        scores, evicted, demoted, over, over_tokens = reply
+        scores, evicted, demoted, over, over_tokens, version, orders, moved = reply
         return Batch(
             tuple(ids),
             tuple(float(s) for s in scores),
@@ -435,6 +435,9 @@ def remember_many(
             _ids(demoted),
             int(over),
             int(over_tokens),
+            int(version),
+            tuple(int(n) for n in orders),
+            _ids(moved),
         )
 
     args: Args = {"now": _now(now), "seen": UNSEEN, "items": values}
@@ -585,20 +588,32 @@ def context(
     skip: Sequence[str] = (),
     query: str | None = None,
     share: float | None = None,
+    detail: bool = False,
 ) -> Call[Context]:
     if isinstance(skip, str | bytes) or not isinstance(skip, Sequence):
         raise BadArgument("skip must be a sequence of ids")
     if len(skip) > MAX_SKIP:
         raise BadArgument(f"context skips at most {MAX_SKIP} ids, got {len(skip)}")
+    if not isinstance(detail, bool):
+        raise BadArgument(f"detail must be a bool, got {detail!r}")
     left_out = [_id(id) for id in skip]
 
     def parse(reply: Sequence[Any]) -> Context:
-        ids, texts, total, left, epoch, recalled = reply
+        ids, texts, total, left, epoch, recalled, version, sizes, orders = reply
         items = tuple(zip(_texts(ids), _texts(texts), strict=True))
-        return Context(items, int(total), int(left), int(epoch), tuple(_texts(recalled)))
+        return Context(
+            items,
+            int(total),
+            int(left),
+            int(epoch),
+            tuple(_texts(recalled)),
+            int(version),
+            tuple(int(n) for n in sizes),
+            tuple(int(n) for n in orders),
+        )
 
     args: Args = {"budget": _budget(tokens), "now": _now(now), **_query(tokens, query, share)}
-    return Call("context", {**args, "skip": left_out}, parse)
+    return Call("context", {**args, "detail": b"1" if detail else b"0", "skip": left_out}, parse)
 
 
 def scan(tier: str, cursor: int, count: int, *, now: int | None) -> Call[ScanPage]:

@@ -258,6 +258,9 @@ _BY_CODE: dict[str, type[MemevictError]] = {
 }
 
 
+# A plain command's (the store's HMGET of a key planted with another type).
+_BY_CODE["WRONGTYPE"] = WrongType
+
 _BY_REDIS_PY: tuple[tuple[type[ResponseError], type[MemevictError]], ...] = (
     (OutOfMemoryError, OutOfMemory),
     (ReadOnlyError, ReadOnly),

@@ -63,7 +63,11 @@ class Remembered:
 class Batch:
     """What ``remember_many`` did: each item's id and score right after it
     was remembered, in order; then evicted, demoted, over and over_tokens as
-    in :class:`Remembered`, for the whole batch."""
+    in :class:`Remembered`, for the whole batch; the namespace's ``version`` the
+    call made (every call that writes makes one: the one before is ``version - 1``);
+    each item's ``order`` (its place in a window, the order of its first remember;
+    0 for one a later item's group dropped); and the ids the items' groups ``moved``
+    (brought back from the cold tier, or dropped)."""
 
     ids: tuple[str, ...]
     scores: tuple[float, ...]
@@ -71,6 +75,9 @@ class Batch:
     demoted: tuple[str, ...]
     over: int
     over_tokens: int = 0
+    version: int = 0
+    orders: tuple[int, ...] = ()
+    moved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +140,9 @@ class Context:
     """What ``context`` returns: the (id, text) of the memories ``window`` would return
     for the same budget, in the same order (text None for a memory stored without);
     ``tokens``, ``left`` and ``epoch`` as in :class:`Window`; ``recalled``: the ids of
-    the items a query brought (its share of the budget). Iterating it iterates
+    the items a query brought (its share of the budget); ``version``: the
+    namespace's version read (see :class:`Batch`); with ``detail=True``, each item's
+    tokens (``sizes``) and order (``orders``), else empty. Iterating it iterates
     ``items``."""
 
     items: tuple[tuple[str, str | None], ...]
@@ -141,6 +150,9 @@ class Context:
     left: int
     epoch: int
     recalled: tuple[str, ...] = ()
+    version: int = 0
+    sizes: tuple[int, ...] = ()
+    orders: tuple[int, ...] = ()
 
     def __iter__(self) -> Iterator[tuple[str, str | None]]:
         return iter(self.items)
@@ -156,3 +168,15 @@ class ScanPage:
 
     cursor: int
     memories: tuple[Memory, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A namespace's version as its state holds it: the ``epoch`` (its incarnation: it
+    changes when the namespace is made again), the ``version`` (every call that writes
+    makes a new one) and the hot tier's ``tokens``. The same epoch and version: the
+    namespace has not changed since."""
+
+    epoch: int
+    version: int
+    tokens: int

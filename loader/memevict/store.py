@@ -56,6 +56,7 @@ from memevict.results import (
     ScanPage,
     Stats,
     Tier,
+    Version,
     Window,
 )
 from memevict.scripts import (
@@ -67,6 +68,7 @@ from memevict.scripts import (
     namespace_keys,
     specs,
 )
+from memevict.state import version_of
 
 T = TypeVar("T")
 S = TypeVar("S", bound="MemoryStore")
@@ -119,6 +121,7 @@ class StoreBase:
             if RECEIPT in spec.keys
         }
         self.policy_key = key_name(namespace, "policy")
+        self.state_key = key_name(namespace, "state")
         self.adopt_policy = False
         # When this store last wrote to its namespace (time.monotonic()), or None: it has
         # not (or dropped it). See _lost.
@@ -741,6 +744,7 @@ class MemoryStore(StoreBase):
         share: float | None = None,
         skip: Sequence[str] = (),
         now: int | None = None,
+        detail: bool = False,
     ) -> Context:
         """What ``window`` returns, as (id, text) pairs only: a reply of 2 values a
         memory instead of 11, for a prompt that needs nothing else. ``skip``: up to
@@ -750,8 +754,23 @@ class MemoryStore(StoreBase):
         ``tokens`` (None: commands.recall_share, about 1,000 tokens, at most half)
         goes to the memories that best match it that the window would not take
         (cold, or hot but ranked out), each with its whole group; what they leave
-        goes back to the window; ``recalled`` names them. Nothing is recalled."""
-        return self._run(commands.context(tokens, now=now, skip=skip, query=query, share=share))
+        goes back to the window; ``recalled`` names them. Nothing is recalled.
+        ``detail``: the reply also gives each memory's tokens and order."""
+        return self._run(
+            commands.context(tokens, now=now, skip=skip, query=query, share=share, detail=detail)
+        )
+
+    def version(self) -> Version | None:
+        """The namespace's epoch, version and hot-tier tokens (one HGETALL of its state, a
+        hash of one field; no script: a few µs of server time), or None if it has none
+        (or one kept in fields by memevict 0.1.0, which a write packs). A reply read at
+        the same epoch and version (``Context.version``, ``Batch.version``) is still
+        what the namespace holds: every call that writes makes a new version."""
+        try:
+            fields = self.client.hgetall(self.state_key)
+        except ResponseError as error:
+            raise from_response(error) from None
+        return version_of(fields)
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

@@ -126,14 +126,16 @@ local function pack_policy(values, revision)
 end
 
 -- The namespace's state (see configure.lua): its clock (epoch, decay, g0,
--- x0, latest, wbase), the seq counter and the hot tier's tokens, packed as
--- eight doubles in the field 'packed' of the state hash (64 bytes: the hash
--- stays a compact listpack). A call reads it with one HGET, changes it in
--- st as it goes (st.changed) and writes it with one HSET (save_state) at the
--- end of its writes. memevict 0.1.0 kept each as a field of its own: such a
--- state is read from its fields and written packed, the fields removed.
-local STATE = {'epoch', 'decay', 'seq', 'g0', 'x0', 'latest', 'wbase', 'tokens'}
-local PACKED_STATE = '<dddddddd'
+-- x0, latest, wbase), the seq counter, the hot tier's tokens and the
+-- namespace's version (ver), packed as nine doubles in the field 'packed' of
+-- the state hash (72 bytes: the hash stays a compact listpack). A call reads
+-- it with one HGET, changes it in st as it goes (st.changed) and writes it
+-- with one HSET (save_state) at the end of its writes. memevict 0.1.0 kept
+-- each as a field of its own: such a state is read from its fields and
+-- written packed, the fields removed. A state packed before the version
+-- (eight doubles, 64 bytes: memevict before issue 41) reads as version 0.
+local STATE = {'epoch', 'decay', 'seq', 'g0', 'x0', 'latest', 'wbase', 'tokens', 'ver'}
+local PACKED_STATE = '<ddddddddd'
 
 -- Whether x is a finite number in [lo, hi] (false for NaN).
 local function within(x, lo, hi)
@@ -146,36 +148,50 @@ end
 -- rebuilds it.
 local function read_state()
   local packed = typed_read('HGET', KEY.state, 'packed')
-  if packed and #packed ~= 64 then return nil end
+  if packed and #packed ~= 72 and #packed ~= 64 then return nil end
   if packed then
-    local epoch, decay, seq, g0, x0, latest, wbase, tokens = struct.unpack(PACKED_STATE, packed)
+    local epoch, decay, seq, g0, x0, latest, wbase, tokens, ver
+    if #packed == 72 then
+      epoch, decay, seq, g0, x0, latest, wbase, tokens, ver = struct.unpack(PACKED_STATE, packed)
+    else
+      epoch, decay, seq, g0, x0, latest, wbase, tokens = struct.unpack('<dddddddd', packed)
+      ver = 0
+    end
     local big = 2 ^ 53
     if not (within(epoch, 0, 253402300799999) and within(latest, 0, 253402300799999)
         and within(seq, 0, big) and within(tokens, 0, big) and within(decay, -big, big)
         and within(g0, -big, big) and within(x0, -big, 253402300799999)
-        and within(wbase, -big, big)) then
+        and within(wbase, -big, big) and within(ver, 0, big)) then
       return nil
     end
     return {epoch = epoch, decay = decay, seq = seq, g0 = g0, x0 = x0, latest = latest,
-      wbase = wbase, tokens = tokens, changed = false}
+      wbase = wbase, tokens = tokens, ver = ver, changed = false}
   end
   local v = rcall('HMGET', KEY.state, unpack(STATE))
   if v[1] == false then return nil end
   return {epoch = tonumber(v[1]), decay = tonumber(v[2]), seq = tonumber(v[3]),
     g0 = tonumber(v[4]), x0 = tonumber(v[5]), latest = tonumber(v[6]) or 0,
-    wbase = tonumber(v[7]) or 0, tokens = tonumber(v[8]) or 0, changed = true, fields = true}
+    wbase = tonumber(v[7]) or 0, tokens = tonumber(v[8]) or 0, ver = tonumber(v[9]) or 0,
+    changed = true, fields = true}
 end
 
 -- Writes st if this call changed it.
 local function save_state(st)
   if not st.changed then return end
   rcall('HSET', KEY.state, 'packed', struct.pack(PACKED_STATE, st.epoch, st.decay, st.seq,
-    st.g0, st.x0, st.latest, st.wbase, st.tokens))
+    st.g0, st.x0, st.latest, st.wbase, st.tokens, st.ver))
   if st.fields then
     rcall('HDEL', KEY.state, unpack(STATE))
     st.fields = nil
   end
   st.changed = false
+end
+
+-- A new version of the namespace: every call that writes makes one (once, in
+-- lib/receipts.lua; configure where it writes), so that a client holding what it
+-- read at one version knows it still holds while the version is the same.
+local function new_version(st)
+  st.ver, st.changed = st.ver + 1, true
 end
 
 -- The last packed policy parsed, and its policy: in the functions library

@@ -15,11 +15,19 @@ local MAX_RECEIPT = 16384
 
 -- Runs body() once per call id and returns its reply, then keeps the
 -- namespace alive (keep_alive, lib/policy.lua). body may fail before its
--- first write; a failed call stores no receipt.
-local function once(p, body)
+-- first write; a failed call stores no receipt. A call that runs body makes a
+-- new version of the namespace (st.ver, new_version) before it, and the state
+-- is written by the end (by body, or here); a repeat makes none.
+local function once(p, st, body)
+  local function run()
+    new_version(st)
+    local reply = body()
+    save_state(st)
+    return reply
+  end
   local ttl_ms = math.floor(p.retry_window_s * 1000)
   if ttl_ms < 1 or #KEY.receipt == #PREFIX + #'call:' then
-    local reply = body()
+    local reply = run()
     keep_alive(p)
     return reply
   end
@@ -32,7 +40,7 @@ local function once(p, body)
     rcall('PEXPIRE', KEY.receipt, ttl_ms)
     return cmsgpack.unpack(seen)
   end
-  local reply = body()
+  local reply = run()
   local packed = cmsgpack.pack(reply)
   if #packed > MAX_RECEIPT then packed = '' end
   rcall('SET', KEY.receipt, packed, 'PX', ttl_ms)

@@ -30,7 +30,7 @@ from memevict.errors import BadArgument, BadNamespace, NamespaceLost
 from memevict.importance import Labeler, Message
 from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
-from memevict.results import Context, Match, Memory
+from memevict.results import Batch, Context, Match, Memory, Version
 from memevict.store import MemoryStore
 from memevict.terms import CALL_TERMS, query_terms, terms
 
@@ -243,6 +243,73 @@ def _compose(window: Context | None, first: Sequence[Entry]) -> list[tuple[str, 
     history = [] if window is None else [(id, text or "") for id, text in window]
     held = {id for id, _ in history}
     return history + [(e.id, e.text) for e in first if e.id not in held]
+
+
+@dataclass(slots=True)
+class Held:
+    """The hot tier of a namespace as it was at one version (``epoch``, ``version``): each
+    memory's (order, text, tokens), by order. Read whole from the server (:meth:`of`,
+    a ``context`` of the whole tier with ``detail``), then kept up to date from the
+    replies of this conversation's own writes (:meth:`after`), each of which names the
+    version it made, the version before it plus one: a write that finds the namespace
+    at the version held takes it to the next. Any other write (another worker's, a
+    pop, a policy change) makes a version this one never reaches, and it is read whole
+    again. What it serves (:meth:`window`) is what ``context`` returns at that version,
+    by the window's own rule: when the hot tier less the skipped fits the budget, the
+    window is all of it, in the order first remembered (lua/lib/window.lua)."""
+
+    epoch: int
+    version: int
+    memories: dict[str, tuple[int, str | None, int]]
+
+    @classmethod
+    def of(cls, whole: Context) -> Held | None:
+        """What a context of the whole hot tier (no skip, no query, left 0, with detail)
+        holds; None where orders repeat (a namespace of memevict 0.1.0: the window then
+        orders by creation, which is not held)."""
+        if whole.left != 0 or whole.recalled or len(whole.orders) != len(whole.items):
+            return None
+        rows = zip(whole.items, whole.orders, whole.sizes, strict=True)
+        memories = {id: (order, text, tokens) for (id, text), order, tokens in rows}
+        if len({m[0] for m in memories.values()}) != len(whole.items) or 0 in whole.orders:
+            return None
+        return cls(whole.epoch, whole.version, memories)
+
+    def after(self, items: Sequence[Item], done: Batch) -> bool:
+        """Takes in what a remember_many of ``items`` did; False (held no more) unless it
+        wrote to the version held, and it moved nothing else (no group brought back)."""
+        if done.version != self.version + 1 or done.moved or 0 in done.orders:
+            return False
+        memories, last = self.memories, max((m[0] for m in self.memories.values()), default=0)
+        resort = False
+        for item, order in zip(items, done.orders, strict=True):
+            held = memories.get(item.id)
+            text = item.text if item.text is not None or held is None else held[1]
+            memories[item.id] = (order, text, item.tokens)
+            resort = resort or (held is None and order < last)
+            last = max(last, order)
+        for id in done.evicted:
+            memories.pop(id, None)
+        if resort:  # (a memory back from the cold tier keeps its place)
+            self.memories = dict(sorted(memories.items(), key=lambda m: m[1][0]))
+        self.version = done.version
+        return True
+
+    def window(self, budget: int, skip: Sequence[str], now: Version) -> Context | None:
+        """``context(budget, skip=skip)`` at the version ``now`` read, where this is that
+        version and the whole hot tier less ``skip`` fits ``budget`` (in tokens, and one
+        token a memory at least); None otherwise (the server ranks it)."""
+        if (now.epoch, now.version) != (self.epoch, self.version):
+            return None
+        memories, left_out = self.memories, set(skip)
+        total = sum(m[2] for m in memories.values())
+        skipped = [memories[id][2] for id in left_out if id in memories]
+        if total != now.tokens or total - sum(skipped) > budget:
+            return None  # (a state's total that is off: the server ranks the tier)
+        if len(memories) - len(skipped) > budget:
+            return None
+        items = tuple((id, m[1]) for id, m in memories.items() if id not in left_out)
+        return Context(items, total - sum(skipped), 0, self.epoch, (), self.version)
 
 
 class _Known:
@@ -477,6 +544,9 @@ class BaseConversation(Generic[StoreT]):
         self._settled = False
         self._known = _Known()
         self._epoch: int | None = None  # of the namespace, as the last window saw it
+        # The hot tier as of a version, kept from this conversation's own writes; None:
+        # not held (read whole at the next window). See Held.
+        self._held: Held | None = None
         self._asked: Item | None = None  # the latest user message, as last remembered
         self.losses = 0  # the times this conversation found its namespace lost
         self._loss_noted = False  # (a loss met by a call, before the next window)
@@ -632,6 +702,7 @@ class BaseConversation(Generic[StoreT]):
         self._settled = False
         self._known.clear()
         self._asked = None
+        self._held = None
 
     def _tell_lost(self) -> None:
         """Counts a loss and tells ``on_lost`` (which may raise: the call fails, once)."""
@@ -734,7 +805,10 @@ class BaseConversation(Generic[StoreT]):
             entries = without(entries, stored)
         importances = yield partial(self._importances, [e.message for e in entries])
         for batch in _batches(self._items(entries, importances)):
-            yield partial(self.store.remember_many, batch)
+            self._held, held = None, self._held  # (None if the call fails)
+            done = yield partial(self.store.remember_many, batch)
+            if held is not None and held.after(batch, done):
+                self._held = held
         self._known.add(entries)
 
     def _context_steps(
@@ -750,10 +824,35 @@ class BaseConversation(Generic[StoreT]):
             asked = []
         share = self.settings.recall_share
         query = asked[-1] if asked and share != 0 and self._wanted["index"] else None
+        if query is None and budget is not None and self.max_tokens > 0:
+            held = yield from self._held_window(budget, skip)
+            if held is not None:
+                return held, self._lost(held)
         window: Context = yield from self._again(
             lambda: _call(partial(self.store.context, budget, skip=skip, query=query, share=share))
         )
         return window, self._lost(window)
+
+    def _held_window(self, budget: int, skip: Sequence[str]) -> Steps[Context | None]:
+        """The window of ``budget`` less ``skip`` from the hot tier held (:class:`Held`),
+        after one read of the namespace's version; the hot tier read whole first where it
+        is not held, or no more current. None where the window is not all of the hot tier
+        less ``skip`` (the server then ranks it)."""
+        if self._held is not None:
+            now: Version | None = yield self.store.version
+            if now is not None:
+                window = self._held.window(budget, skip, now)
+                if window is not None or (now.epoch, now.version) == (
+                    self._held.epoch,
+                    self._held.version,
+                ):
+                    return window
+        whole = partial(self.store.context, self.max_tokens, detail=True)
+        read: Context = yield from self._again(lambda: _call(whole))
+        self._held = Held.of(read)
+        if self._held is None:
+            return None
+        return self._held.window(budget, skip, Version(read.epoch, read.version, read.tokens))
 
     def _window_steps(
         self, tail: Sequence[Entry], recent: Sequence[Entry], asking: bool = False
