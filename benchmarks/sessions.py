@@ -6,15 +6,22 @@ context(), the read behind every turn.
         [--turns 200] [--warm 2000] [--concurrent 20] [--messages 2000]
         [--base REV] [--calls 50] [--skip 4] [--json FILE]
 
-turns (G1, issue 26): a turn = append one message (``add_items([message])``), then read
-the context to send to the model (``get_items()``). MemevictSession at max_tokens 4,000
-(~100 messages of ~40 tokens in its context); the SDK's RedisSession keeps everything and
-returns the last 100 (``SessionSettings(limit=100)``). Both on one asyncio client pool of
-the same server. Sessions are filled to ``--warm`` messages first (untimed); then each of
-``--rounds`` rounds runs, for each kind (the order alternating), ``--turns`` turns on one
-session (latency per turn) and ``--concurrent`` sessions at once, each doing ``--turns``
-/ 4 turns under ``asyncio.gather`` (turns per second over the whole run). Medians over
-rounds; memevict / RedisSession turns per second paired by round.
+turns (G1 and S1, issues 26 and 41): a turn = append one message
+(``add_items([message])``), then read the context to send to the model
+(``get_items()``). MemevictSession at max_tokens 4,000 (~100 messages of ~40 tokens in
+its context), as it is (recall by relevance on: a user message just added is the
+window's query) and with ``recall_share=0`` (recall off: no index, no query); the SDK's
+RedisSession keeps everything and returns the last 100 (``SessionSettings(limit=100)``).
+All on one asyncio client pool of the same server. Sessions are filled to ``--warm``
+messages first (untimed); then each of ``--rounds`` rounds runs, for each kind (the order
+alternating), ``--turns`` turns on one session (latency per turn) and ``--concurrent``
+sessions at once, each doing ``--turns`` / 4 turns under ``asyncio.gather`` (turns per
+second over the whole run). Server µs a turn: INFO commandstats of the commands the
+client sends outside a MULTI block (counted in redis-py: adapter_turn.py's Wire), over
+each part, per turn: for memevict its FCALLs or EVALSHAs and the HGETALL of its version
+(a script's inner commands have lines of their own, not added); for RedisSession its
+WATCH, TYPE, MULTI, EXEC (which holds its queued commands' time) and LRANGE. Medians over
+rounds; memevict / RedisSession turns per second and server µs paired by round.
 
 memory: each session gets the same ``--messages`` messages, added one turn at a time;
 then MEMORY USAGE of every key of the session, summed (memevict's receipts apart:
@@ -40,11 +47,13 @@ import asyncio
 import random
 import statistics
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import redis
 import redis.asyncio
 from _harness import Run, ainterleave, paired, parser, script_at, script_rounds, server
+from adapter_turn import Wire
 from agents.extensions.memory.redis_session import RedisSession
 from agents.memory import SessionSettings
 
@@ -54,9 +63,11 @@ from memevict.integrations.openai_agents import MemevictSession
 from memevict.scripts import key_name
 
 PARTS = ("turns", "memory", "context")
+T = TypeVar("T")
 MAX_TOKENS = 4000
 LIMIT = 100
-KINDS = ("memevict", "redis-session")
+KINDS = ("memevict", "memevict-recall-off", "redis-session")
+PEER = "redis-session"
 WORDS = ["order", "invoice", "deploy", "meeting", "Lisbon", "budget", "replica", "password"]
 WORDS += ["retry", "cache"]
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -76,6 +87,8 @@ def text(rng: random.Random, n: int) -> str:
 def make(kind: str, client: redis.asyncio.Redis, sid: str) -> Any:
     if kind == "memevict":
         return MemevictSession(sid, client=client, max_tokens=MAX_TOKENS)
+    if kind == "memevict-recall-off":
+        return MemevictSession(sid, client=client, max_tokens=MAX_TOKENS, recall_share=0)
     return RedisSession(sid, redis_client=client, session_settings=SessionSettings(limit=LIMIT))
 
 
@@ -117,6 +130,28 @@ async def at_once(sessions: list[Any], turns: int) -> float:
     return len(sessions) * turns / (time.perf_counter() - start)
 
 
+class Metered:
+    """INFO commandstats of the commands the client sent outside a MULTI block (the Wire
+    counts them in redis-py) over a part, in server µs per turn."""
+
+    def __init__(self, url: str) -> None:
+        self.stats = redis.Redis.from_url(url)  # (its own commands are not metered)
+        self.wire = Wire()
+        self.wire.install()
+
+    async def part(self, run: Awaitable[T], turns: int) -> tuple[T, float]:
+        self.stats.config_resetstat()
+        self.wire.top.clear()
+        self.wire.on = True
+        try:
+            found = await run
+        finally:
+            self.wire.on = False
+        calls = self.stats.info("commandstats")
+        usec = sum(calls.get(f"cmdstat_{name}", {}).get("usec", 0) for name in self.wire.top)
+        return found, usec / turns
+
+
 async def turns(url: str, opts: argparse.Namespace, run: Run) -> dict[str, Any]:
     pool = redis.asyncio.BlockingConnectionPool.from_url(url, max_connections=50, timeout=None)
     client = redis.asyncio.Redis(connection_pool=pool)
@@ -125,15 +160,24 @@ async def turns(url: str, opts: argparse.Namespace, run: Run) -> dict[str, Any]:
     for kind in KINDS:
         for session in [single[kind], *many[kind]]:
             await warm(session, opts.warm)
+    meter = Metered(url)
 
     async def one_round(kind: str, _: int) -> dict[str, float]:
-        times, sent = await one_at_a_time(single[kind], opts.turns)
+        (times, sent), server_us = await meter.part(
+            one_at_a_time(single[kind], opts.turns), opts.turns
+        )
+        each = opts.turns // 4
+        at_once_per_s, at_once_us = await meter.part(
+            at_once(many[kind], each), opts.concurrent * each
+        )
         return {
             "p50_ms": statistics.median(times),
             "p99_ms": statistics.quantiles(times, n=100)[98],
             "turns_per_s": 1e3 * len(times) / sum(times),
-            "concurrent_turns_per_s": await at_once(many[kind], opts.turns // 4),
+            "concurrent_turns_per_s": at_once_per_s,
             "context_messages": sent,
+            "server_us": server_us,
+            "concurrent_server_us": at_once_us,
         }
 
     rounds = await ainterleave(opts.rounds, KINDS, one_round)
@@ -143,23 +187,32 @@ async def turns(url: str, opts: argparse.Namespace, run: Run) -> dict[str, Any]:
     medians = {k: {m: statistics.median(v) for m, v in by_round[k].items()} for k in KINDS}
     for kind, m in medians.items():
         print(
-            f"  {kind:14} 1 session: p50 {m['p50_ms']:6.2f} ms, p99 {m['p99_ms']:6.2f} ms, "
-            f"{m['turns_per_s']:7.0f} turns/s | {opts.concurrent} at once: "
-            f"{m['concurrent_turns_per_s']:7.0f} turns/s | context "
+            f"  {kind:19} 1 session: p50 {m['p50_ms']:6.2f} ms, p99 {m['p99_ms']:6.2f} ms, "
+            f"{m['turns_per_s']:7.0f} turns/s, {m['server_us']:6.1f} server µs a turn | "
+            f"{opts.concurrent} at once: {m['concurrent_turns_per_s']:7.0f} turns/s, "
+            f"{m['concurrent_server_us']:6.1f} server µs a turn | context "
             f"{m['context_messages']:.0f} messages"
         )
+    measures = ("turns_per_s", "concurrent_turns_per_s", "server_us", "concurrent_server_us")
     ratios = {
-        what: paired(by_round["memevict"][what], by_round["redis-session"][what])
-        for what in ("turns_per_s", "concurrent_turns_per_s")
+        kind: {what: paired(by_round[kind][what], by_round[PEER][what]) for what in measures}
+        for kind in KINDS
+        if kind != PEER
     }
-    print(
-        f"  memevict / RedisSession turns/s: 1 session {ratios['turns_per_s']:.3f}, "
-        f"{opts.concurrent} at once {ratios['concurrent_turns_per_s']:.3f}"
-    )
+    for kind, r in ratios.items():
+        print(
+            f"  {kind} / RedisSession: turns/s {r['turns_per_s']:.3f} at 1 session, "
+            f"{r['concurrent_turns_per_s']:.3f} at {opts.concurrent}; server µs a turn "
+            f"{r['server_us']:.2f}x at 1, {r['concurrent_server_us']:.2f}x at {opts.concurrent}"
+        )
+    off, on = ratios["memevict-recall-off"], ratios["memevict"]
     run.row(
-        "G1: an agent turn against the SDK's RedisSession",
-        f"memevict ÷ RedisSession turns/s: {ratios['turns_per_s']:.3f} at 1 session, "
-        f"{ratios['concurrent_turns_per_s']:.3f} at {opts.concurrent} (G1: ≥ 1.0)",
+        "G1 and S1: an agent turn against the SDK's RedisSession",
+        f"memevict ÷ RedisSession, recall off: turns/s {off['turns_per_s']:.2f} / "
+        f"{off['concurrent_turns_per_s']:.2f}, server µs {off['server_us']:.1f}x / "
+        f"{off['concurrent_server_us']:.1f}x at 1 / {opts.concurrent} sessions; recall on: "
+        f"{on['turns_per_s']:.2f} / {on['concurrent_turns_per_s']:.2f}, "
+        f"{on['server_us']:.1f}x / {on['concurrent_server_us']:.1f}x",
     )
     return {"kinds": medians, "by_round": by_round, "ratios": ratios}
 

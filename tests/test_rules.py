@@ -211,6 +211,23 @@ def test_protection_by_activity_holds_under_the_wall_clock_and_long_silences(
     assert store.remember("next", 9.5, now=T0 + 7200 * S).evicted == ("small",)
 
 
+def test_protection_by_activity_holds_no_memory_over_half_the_token_budget(
+    make_store: StoreFactory,
+) -> None:
+    """A memory that costs more than half of max_tokens is not held, however new: held, it
+    would push the rest of the hot tier out (an adapter's message over the whole budget).
+    Half exactly is held; a held memory given more tokens loses it."""
+    store = make_store(max_hot=100, max_tokens=100, protect_s=0, protect_memories=2)
+    for i in range(10):
+        store.remember(f"f{i}", 9.0 + i / 100, tokens=6, now=T0 + i)
+    assert store.remember("big", 0.5, tokens=51, now=T0 + 20 * S).evicted == ("big",)
+    assert store.get("f0", now=T0 + 20 * S).tier == "hot"  # type: ignore[union-attr]
+    held = store.remember("half", 0.5, tokens=50, now=T0 + 21 * S)
+    assert held.evicted == ("f0", "f1") and store.stats(now=T0 + 21 * S).protected == 1
+    grown = store.remember("half", 0.5, tokens=60, now=T0 + 22 * S)
+    assert grown.evicted == ("half",) and store.stats(now=T0 + 22 * S).protected == 0
+
+
 @pytest.mark.parametrize("n", [2, 0])
 def test_a_batch_protects_its_last_protect_memories(make_store: StoreFactory, n: int) -> None:
     """The 2 newest as the call leaves the namespace: m20 and m21, the lowest ranked."""

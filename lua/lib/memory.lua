@@ -239,7 +239,9 @@ end
 --             remember (its order m.n above t.newest, the order counter as
 --             the call leaves it less protect_memories); at most a tenth of
 --             max_hot (p.protect_newest), so nine tenths of the hot tier stay
---             ranked whatever protect_memories a small max_hot is given
+--             ranked whatever protect_memories a small max_hot is given; and
+--             only one of at most half of max_tokens (if max_tokens > 0): one
+--             that costs more would push the rest of the hot tier out
 -- Both are judged at the call's now and end-of-call order, so protection
 -- runs out only between calls. prot ranks a memory by its protected-until
 -- ms while that lies ahead, else by ACTIVITY + its order: every ms (at most
@@ -249,7 +251,7 @@ end
 local ACTIVITY = 2 ^ 50
 
 local function protected(m, t)
-  return m.till > t.now or m.n > t.newest
+  return m.till > t.now or (m.n > t.newest and m.tokens <= t.held_tokens)
 end
 
 -- Its score in prot (for a protected memory).
@@ -307,6 +309,9 @@ local function read_tiers(now, p, st, k)
     expired = ran_out(now, newest, WORK + 1),
     now = now,
     newest = newest,
+    -- (protection by activity holds no memory of over half of max_tokens: it
+    -- would push the rest of the hot tier out)
+    held_tokens = p.max_tokens > 0 and p.max_tokens / 2 or math.huge,
     work = WORK,
     demote = DEMOTE,
     dirty = {},
@@ -407,7 +412,8 @@ local function unplace(m, t)
   elseif rcall('ZREM', evictable_index(m), m.id) == 0 then
     rcall('ZREM', KEY.fresh, m.id)
   end
-  if protected(m, t) then rcall('ZREM', KEY.prot, m.id) end
+  -- (whatever protected says now: a memory given more tokens may have lost it)
+  rcall('ZREM', KEY.prot, m.id)
   if m.group ~= '' then t.dirty[m.group] = true end
 end
 

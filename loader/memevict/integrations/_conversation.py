@@ -121,16 +121,17 @@ def namespace_for(framework: str, session_id: str) -> str:
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
     """The policy of an adapter's namespace: the hot tier (what the model sees) holds at
-    most ``max_tokens`` tokens; a new memory is evictable at once, neither protect_s nor
-    protect_memories holds it (the adapter itself keeps the current turn in the prompt);
-    recency on the activity clock (a conversation ages by its own messages, not by the
-    wall clock); a lexical index, for the window's recall of what matches the latest user
-    message. ``changes``: any other Policy field."""
+    most ``max_tokens`` tokens; the RECENT newest memories cannot be evicted
+    (protect_memories: they are sent whatever their rank, so the hot tier less them is
+    what the window takes, and a conversation serves it from the hot tier it holds: see
+    Held), none by time (protect_s 0); recency on the activity clock (a conversation ages
+    by its own messages, not by the wall clock); a lexical index, for the window's recall
+    of what matches the latest user message. ``changes``: any other Policy field."""
     fields: dict[str, float | int | str] = {
         "max_hot": MAX_HOT,
         "max_tokens": max_tokens,
         "protect_s": 0.0,
-        "protect_memories": 0,
+        "protect_memories": RECENT,
         "clock": "activity",
         "half_life_memories": HALF_LIFE_MEMORIES,
         "index": 1,
@@ -539,6 +540,7 @@ class BaseConversation(Generic[StoreT]):
         self._wanted: dict[str, float | int | str] = {
             "max_tokens": settings.max_tokens,
             "index": policy.index,
+            "protect_memories": policy.protect_memories,
             **settings.policy,
         }
         self._settled = False
