@@ -42,6 +42,10 @@ log = logging.getLogger("memevict.integrations")
 
 MAX_TOKENS = 8000  # the adapters' default budget
 RECENT = 4  # the messages before the current turn sent whatever their rank, while they fit
+# The newest memories the adapters' namespaces protect by activity (protect_memories): the
+# RECENT messages, and the remembers among them that are not new (a question lifted when
+# its answer comes counts as one: docs/rules.md, rule 5).
+PROTECTED = RECENT + 2
 # The hot tier is bounded by tokens; this only keeps a count bound out of the way.
 MAX_HOT = 100_000
 # Recency's half-life, in memories remembered in the conversation (see HISTORY.md:
@@ -121,8 +125,8 @@ def namespace_for(framework: str, session_id: str) -> str:
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
     """The policy of an adapter's namespace: the hot tier (what the model sees) holds at
-    most ``max_tokens`` tokens; the RECENT newest memories cannot be evicted
-    (protect_memories: they are sent whatever their rank, so the hot tier less them is
+    most ``max_tokens`` tokens; the RECENT newest messages cannot be evicted
+    (protect_memories PROTECTED: they are sent whatever their rank, so the hot tier less them is
     what the window takes, and a conversation serves it from the hot tier it holds: see
     Held), none by time (protect_s 0); recency on the activity clock (a conversation ages
     by its own messages, not by the wall clock); a lexical index, for the window's recall
@@ -131,7 +135,7 @@ def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy
         "max_hot": MAX_HOT,
         "max_tokens": max_tokens,
         "protect_s": 0.0,
-        "protect_memories": RECENT,
+        "protect_memories": PROTECTED,
         "clock": "activity",
         "half_life_memories": HALF_LIFE_MEMORIES,
         "index": 1,
