@@ -477,6 +477,22 @@ def test_the_protect_cost_script_runs(tmp_path: Path) -> None:
         assert found["ratio_8_vs_0"] == pytest.approx(_paired(us["8"], us["0"]))
 
 
+def test_the_version_cost_script_runs(tmp_path: Path) -> None:
+    # benchmarks/version_cost.py: two trees' libraries on a server of its own; the tree
+    # against itself as base when the default base is not in this checkout (an archive)
+    from tests.test_adapter_turn import _has
+
+    args = ["version_cost.py", "--rounds", "2", "--calls", "20"]
+    if not _has("1da6cc0"):
+        pytest.skip("1da6cc0 is not in this clone")
+    data = run_json(tmp_path, args, ["What the namespace's version costs a write"])
+    assert data["base"] == "1da6cc0" and set(data["writes"]) == {"remember", "remember_many"}
+    for found in data["writes"].values():
+        us = found["us"]
+        assert _positive(*us["base"], *us["tree"]) and len(us["base"]) == len(us["tree"]) == 2
+        assert found["ratio"] == pytest.approx(_paired(us["tree"], us["base"]))
+
+
 def test_the_failover_campaign_script_runs(tmp_path: Path) -> None:
     # benchmarks/failover_campaign.py: one kill, two workers, on a Valkey cluster of six
     # servers of its own (the campaign picks its server; a restarted one syncs at once)
@@ -685,7 +701,7 @@ def test_results_names_only_scripts_that_exist() -> None:
 
 def test_the_benchmarks_readme_has_a_row_for_every_script() -> None:
     scripts = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
-    assert 0 < len(scripts) <= 13
+    assert 0 < len(scripts) <= 14
     readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+\.py)`", readme, re.M)
     assert sorted(set(rows)) == scripts, rows

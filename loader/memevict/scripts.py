@@ -227,7 +227,11 @@ def parse(
 @functools.cache
 def specs() -> Mapping[str, ScriptSpec]:
     """Every script in the installed package, by name."""
-    root = lua_root()
+    return specs_of(lua_root())
+
+
+def specs_of(root: Traversable) -> Mapping[str, ScriptSpec]:
+    """Every script of a lua/ directory, by name (an A/B builds one per tree)."""
     texts = {
         entry.name.removesuffix(".lua"): entry.read_text(encoding="utf-8")
         for entry in sorted(root.iterdir(), key=lambda e: e.name)

@@ -42,9 +42,12 @@ log = logging.getLogger("memevict.integrations")
 
 MAX_TOKENS = 8000  # the adapters' default budget
 RECENT = 4  # the messages before the current turn sent whatever their rank, while they fit
-# The newest memories the adapters' namespaces protect by activity (protect_memories): the
-# RECENT messages, and the remembers among them that are not new (a question lifted when
-# its answer comes counts as one: docs/rules.md, rule 5).
+# The newest memories MemevictSession's namespaces protect by activity (protect_memories):
+# its RECENT messages, and the remembers among them that are not new (a question lifted
+# when its answer comes counts as one: docs/rules.md, rule 5). So they stay hot, the hot
+# tier less them is the window, and a turn is served from the hot tier held (Held). The
+# other adapters read the window before they store the turn, which the server then ranks
+# (the turn's room): protection would cost their writes and serve nothing.
 PROTECTED = RECENT + 2
 # The hot tier is bounded by tokens; this only keeps a count bound out of the way.
 MAX_HOT = 100_000
@@ -125,17 +128,16 @@ def namespace_for(framework: str, session_id: str) -> str:
 
 def conversation_policy(max_tokens: int, **changes: float | int | str) -> Policy:
     """The policy of an adapter's namespace: the hot tier (what the model sees) holds at
-    most ``max_tokens`` tokens; the RECENT newest messages cannot be evicted
-    (protect_memories PROTECTED: they are sent whatever their rank, so the hot tier less them is
-    what the window takes, and a conversation serves it from the hot tier it holds: see
-    Held), none by time (protect_s 0); recency on the activity clock (a conversation ages
-    by its own messages, not by the wall clock); a lexical index, for the window's recall
-    of what matches the latest user message. ``changes``: any other Policy field."""
+    most ``max_tokens`` tokens; no memory is protected (protect_s and protect_memories
+    0: the adapter itself sends what was just said; MemevictSession protects its recent
+    messages: PROTECTED); recency on the activity clock (a conversation ages by its own
+    messages, not by the wall clock); a lexical index, for the window's recall of what
+    matches the latest user message. ``changes``: any other Policy field."""
     fields: dict[str, float | int | str] = {
         "max_hot": MAX_HOT,
         "max_tokens": max_tokens,
         "protect_s": 0.0,
-        "protect_memories": PROTECTED,
+        "protect_memories": 0,
         "clock": "activity",
         "half_life_memories": HALF_LIFE_MEMORIES,
         "index": 1,

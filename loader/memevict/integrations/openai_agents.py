@@ -41,6 +41,7 @@ from memevict.importance import Labeler, Message, rules
 from memevict.integrations._conversation import (
     MAX_TOKENS,
     PIN_AT,
+    PROTECTED,
     RECALL_DOC,
     RECALL_K,
     RECALL_TOKENS,
@@ -273,6 +274,8 @@ class MemevictSession:
         **policy: float | int | str,
     ) -> None:
         self.on_lost = on_lost
+        # (its recent messages stay hot: get_items is served from the hot tier held)
+        policy = {"protect_memories": PROTECTED, **policy}
         self.conversation = open_conversation(
             AsyncConversation,
             "MemevictSession",
