@@ -329,6 +329,7 @@ if status == 'replaced' or not has_state then
 end
 if status == 'replaced' then
   local t = read_tiers(now, p, st)
+  over_share(t)
   start_writes(t, p, st)
   cap_whitelist(p, st, t)
   enforce(p, st, t)

@@ -208,9 +208,11 @@ class Model:
 
     def _protected(self, m: Mem, now: int) -> bool:
         """By time (protect_s) or by activity: fewer than protect_memories
-        memories remembered after its first remember, and it costs at most half of
-        max_tokens, if there is a token budget (docs/rules.md, rule 5)."""
-        held = self.policy.max_tokens == 0 or m.tokens * 2 <= self.policy.max_tokens
+        memories remembered after its first remember, and it costs at most
+        max_tokens / (2 x the memories so protected), if there is a token budget
+        (docs/rules.md, rule 5)."""
+        n = protected_newest(self.policy)
+        held = self.policy.max_tokens == 0 or n == 0 or m.tokens * 2 * n <= self.policy.max_tokens
         return m.protected_until > now or (m.order > self.newest and held)
 
     def _protect(self, m: Mem, now: int) -> None:
@@ -243,11 +245,15 @@ class Model:
         """Its entry in `prot` is in a range that ran out (by time or by activity)."""
         return m.in_prot and (m.prot_key <= now or ACTIVITY <= m.prot_key <= ACTIVITY + self.newest)
 
-    def _expire_protection(self, now: int, remembers: int = 0) -> None:
-        """The start of a call that moves memories and remembers `remembers`."""
+    def _expire_protection(
+        self, now: int, remembers: int = 0, policy_changed: bool = False
+    ) -> None:
+        """The start of a call that moves memories and remembers `remembers`; after a
+        policy change, a memory held by activity over its share of max_tokens too."""
         self.newest = self.seq + remembers - protected_newest(self.policy)
         for m in self.hot():
-            if self._ran_out(m, now):
+            by_activity = m.in_prot and m.prot_key > ACTIVITY + self.newest
+            if self._ran_out(m, now) or (policy_changed and by_activity):
                 if self._protected(m, now):  # still, the other way
                     self._protect(m, now)
                 else:
@@ -479,7 +485,7 @@ class Model:
         self.policy = policy
         now = self._write_at(now)
         self.eras.append(era(policy, now, self.seq))
-        self._expire_protection(now)
+        self._expire_protection(now, policy_changed=True)
         self._cap_whitelist(now)
         self._enforce(now)
 

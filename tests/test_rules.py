@@ -211,21 +211,28 @@ def test_protection_by_activity_holds_under_the_wall_clock_and_long_silences(
     assert store.remember("next", 9.5, now=T0 + 7200 * S).evicted == ("small",)
 
 
-def test_protection_by_activity_holds_no_memory_over_half_the_token_budget(
+def test_protection_by_activity_holds_no_memory_over_its_share_of_the_token_budget(
     make_store: StoreFactory,
 ) -> None:
-    """A memory that costs more than half of max_tokens is not held, however new: held, it
-    would push the rest of the hot tier out (an adapter's message over the whole budget).
-    Half exactly is held; a held memory given more tokens loses it."""
+    """With max_tokens 100 and protect_memories 2, a memory of more than 100 / (2 x 2) = 25
+    tokens is not held, however new: so the memories held take at most half the budget
+    (held, an adapter's message over its whole budget would push the rest of the hot tier
+    out). 25 exactly is held; a held memory remembered again with more loses it."""
     store = make_store(max_hot=100, max_tokens=100, protect_s=0, protect_memories=2)
-    for i in range(10):
+    for i in range(15):
         store.remember(f"f{i}", 9.0 + i / 100, tokens=6, now=T0 + i)
-    assert store.remember("big", 0.5, tokens=51, now=T0 + 20 * S).evicted == ("big",)
+    assert store.remember("big", 0.5, tokens=26, now=T0 + 20 * S).evicted == ("big",)
     assert store.get("f0", now=T0 + 20 * S).tier == "hot"  # type: ignore[union-attr]
-    held = store.remember("half", 0.5, tokens=50, now=T0 + 21 * S)
-    assert held.evicted == ("f0", "f1") and store.stats(now=T0 + 21 * S).protected == 1
-    grown = store.remember("half", 0.5, tokens=60, now=T0 + 22 * S)
-    assert grown.evicted == ("half",) and store.stats(now=T0 + 22 * S).protected == 0
+    held = store.remember("share", 0.5, tokens=25, now=T0 + 21 * S)
+    assert held.evicted == ("f0", "f1", "f2") and store.stats(now=T0 + 21 * S).protected == 1
+    grown = store.remember("share", 0.5, tokens=30, now=T0 + 22 * S)
+    assert grown.evicted == ("share",) and store.stats(now=T0 + 22 * S).protected == 0
+    # A lower budget lowers the share: the newest held, 6 tokens, is over 20 / 4 = 5
+    store.remember("small", 0.5, tokens=6, now=T0 + 23 * S)
+    assert store.stats(now=T0 + 23 * S).protected == 1
+    store.set_policy(max_tokens=20, now=T0 + 24 * S)
+    assert store.get("small", now=T0 + 24 * S).tier == "cold"  # type: ignore[union-attr]
+    assert store.stats(now=T0 + 24 * S).protected == 0
 
 
 @pytest.mark.parametrize("n", [2, 0])

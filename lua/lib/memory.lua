@@ -240,8 +240,9 @@ end
 --             the call leaves it less protect_memories); at most a tenth of
 --             max_hot (p.protect_newest), so nine tenths of the hot tier stay
 --             ranked whatever protect_memories a small max_hot is given; and
---             only one of at most half of max_tokens (if max_tokens > 0): one
---             that costs more would push the rest of the hot tier out
+--             only one of at most max_tokens / (2 x protect_newest) tokens (if
+--             max_tokens > 0), so that together they hold at most half of the
+--             budget: more would push the rest of the hot tier out
 -- Both are judged at the call's now and end-of-call order, so protection
 -- runs out only between calls. prot ranks a memory by its protected-until
 -- ms while that lies ahead, else by ACTIVITY + its order: every ms (at most
@@ -309,14 +310,31 @@ local function read_tiers(now, p, st, k)
     expired = ran_out(now, newest, WORK + 1),
     now = now,
     newest = newest,
-    -- (protection by activity holds no memory of over half of max_tokens: it
-    -- would push the rest of the hot tier out)
-    held_tokens = p.max_tokens > 0 and p.max_tokens / 2 or math.huge,
+    -- (protection by activity holds no memory over max_tokens / (2 x the
+    -- memories it holds): together they never hold over half the budget)
+    held_tokens = (p.max_tokens > 0 and p.protect_newest > 0) and
+      p.max_tokens / (2 * p.protect_newest) or math.huge,
     work = WORK,
     demote = DEMOTE,
     dirty = {},
     members = {},
   }
+end
+
+-- The memories protected by activity that cost more than their share of the
+-- budget (t.held_tokens) now that the policy changed, added to those whose
+-- protection ran out (t.expired) for expire_protection to move (configure: a
+-- write keeps the share as it places a memory).
+local function over_share(t)
+  if t.held_tokens == math.huge then return end
+  local ids = rcall('ZRANGEBYSCORE', KEY.prot, '(' .. fmt(ACTIVITY + t.newest), '+inf',
+    'LIMIT', 0, WORK)
+  if #ids == 0 then return end
+  for j, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+    if raw and unpack_meta(ids[j], raw).tokens > t.held_tokens then
+      t.expired[#t.expired + 1] = ids[j]
+    end
+  end
 end
 
 -- Moves the memories whose protection ran out (t.expired, up to WORK) from

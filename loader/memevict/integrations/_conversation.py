@@ -268,6 +268,7 @@ class Held:
     epoch: int
     version: int
     memories: dict[str, tuple[int, str | None, int]]
+    tokens: int  # of them all
 
     @classmethod
     def of(cls, whole: Context) -> Held | None:
@@ -280,23 +281,26 @@ class Held:
         memories = {id: (order, text, tokens) for (id, text), order, tokens in rows}
         if len({m[0] for m in memories.values()}) != len(whole.items) or 0 in whole.orders:
             return None
-        return cls(whole.epoch, whole.version, memories)
+        return cls(whole.epoch, whole.version, memories, sum(whole.sizes))
 
     def after(self, items: Sequence[Item], done: Batch) -> bool:
         """Takes in what a remember_many of ``items`` did; False (held no more) unless it
         wrote to the version held, and it moved nothing else (no group brought back)."""
         if done.version != self.version + 1 or done.moved or 0 in done.orders:
             return False
-        memories, last = self.memories, max((m[0] for m in self.memories.values()), default=0)
+        memories = self.memories
+        last = next(reversed(memories.values()))[0] if memories else 0  # (in order)
         resort = False
         for item, order in zip(items, done.orders, strict=True):
             held = memories.get(item.id)
             text = item.text if item.text is not None or held is None else held[1]
             memories[item.id] = (order, text, item.tokens)
+            self.tokens += item.tokens - (held[2] if held else 0)
             resort = resort or (held is None and order < last)
             last = max(last, order)
         for id in done.evicted:
-            memories.pop(id, None)
+            gone = memories.pop(id, None)
+            self.tokens -= gone[2] if gone else 0
         if resort:  # (a memory back from the cold tier keeps its place)
             self.memories = dict(sorted(memories.items(), key=lambda m: m[1][0]))
         self.version = done.version
@@ -308,8 +312,7 @@ class Held:
         token a memory at least); None otherwise (the server ranks it)."""
         if (now.epoch, now.version) != (self.epoch, self.version):
             return None
-        memories, left_out = self.memories, set(skip)
-        total = sum(m[2] for m in memories.values())
+        memories, left_out, total = self.memories, set(skip), self.tokens
         skipped = [memories[id][2] for id in left_out if id in memories]
         if total != now.tokens or total - sum(skipped) > budget:
             return None  # (a state's total that is off: the server ranks the tier)

@@ -104,7 +104,7 @@ def items_of(window: Sequence[tuple[str, str]]) -> tuple[list[Item], list[str]]:
     texts = [text for _, text in window]
     with contextlib.suppress(ValueError):
         items = loads_all(texts)
-        if all(map(_is_item, items)):
+        if all(isinstance(i, dict) and ("type" in i or "role" in i) for i in items):
             return items, []
     kept, foreign = [], []
     for id, text in window:
