@@ -24,6 +24,7 @@ from memevict.errors import NotFound
 from memevict.integrations._conversation import _compose, _skip, recent_of
 from memevict.integrations.openai_agents import MemevictSession, items_of, whole_calls
 from memevict.scripts import key_name
+from tests.cluster import Cluster
 from tests.servers import Server
 
 T0 = 1_700_000_000_000
@@ -224,3 +225,28 @@ def test_every_served_window_is_the_servers_with_other_writers(server: Server, s
 
     served, held = asyncio.run(run())
     assert served > 100 and held > served // 3  # (the held path did serve)
+
+
+def test_the_held_window_on_a_cluster(cluster: Cluster) -> None:
+    """On a cluster the version is read from the node of the session's slot (the state
+    key's hash tag): every get_items served from the hot tier held, and each the window
+    a fresh read returns."""
+    rng = random.Random(3)
+
+    async def run() -> tuple[int, int]:
+        client = cluster.async_client()
+        session = MemevictSession("held-cluster", client=client, max_tokens=400, recall_share=0)
+        await session.clear_session()
+        served = held = 0
+        for n in range(60):
+            await session.add_items([_message(rng, n)])
+            items = await session.get_items()
+            assert items == _expected(session, await _fresh(session))
+            served += 1
+            held += session.conversation._held is not None
+        await session.clear_session()
+        await client.aclose()
+        return served, held
+
+    served, held = asyncio.run(run())
+    assert held == served == 60
