@@ -290,6 +290,24 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     return cli
 
 
+def rounds_parser(doc: str | None, rounds: int = 7, calls: int = 300) -> argparse.ArgumentParser:
+    """The command line of a script that starts its own server and times ``--calls`` calls
+    a side in ``--rounds`` rounds: parser's, and --binary, --rounds and --calls."""
+    cli = parser(doc)
+    cli.add_argument("--binary", default="valkey")
+    cli.add_argument("--rounds", type=int, default=rounds)
+    cli.add_argument("--calls", type=int, default=calls)
+    return cli
+
+
+def parsed_rounds(cli: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """rounds_parser's options, --rounds and --calls checked (at least 1: one usage line)."""
+    opts = cli.parse_args(argv)
+    if opts.rounds < 1 or opts.calls < 1:
+        cli.error("--rounds and --calls must be at least 1")
+    return opts
+
+
 def anchor(heading: str) -> str:
     """The anchor GitHub gives a heading."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -22,7 +22,17 @@ from dataclasses import replace
 from typing import Any
 
 import redis
-from _harness import Run, binary, interleave, node, paired, parser, server_us, started
+from _harness import (
+    Run,
+    binary,
+    interleave,
+    node,
+    paired,
+    parsed_rounds,
+    rounds_parser,
+    server_us,
+    started,
+)
 
 from memevict import MemoryStore, Policy
 
@@ -64,13 +74,8 @@ def measure(client: redis.Redis, protect_s: float, rounds: int, calls: int) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = parser(__doc__)
-    cli.add_argument("--binary", default="valkey")
-    cli.add_argument("--rounds", type=int, default=7)
-    cli.add_argument("--calls", type=int, default=300)
-    opts = cli.parse_args(argv)
-    if opts.rounds < 1 or opts.calls < 1:
-        cli.error("--rounds and --calls must be at least 1")
+    cli = rounds_parser(__doc__)
+    opts = parsed_rounds(cli, argv)
     run = Run(opts)
     with started(binary(opts.binary)) as servers:
         client = servers[0].client()

@@ -28,7 +28,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
-from _harness import Run, binary, checkout, interleave, node, paired, parser, server_us, started
+from _harness import (
+    Run,
+    binary,
+    checkout,
+    interleave,
+    node,
+    paired,
+    parsed_rounds,
+    rounds_parser,
+    server_us,
+    started,
+)
 
 from memevict import Policy, commands
 from memevict.functions import Library, library, library_of
@@ -116,14 +127,9 @@ def measure(client: redis.Redis, base: str, rounds: int, calls: int) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = parser(__doc__)
+    cli = rounds_parser(__doc__)
     cli.add_argument("--base", default=BASE, help=f"the revision before (default {BASE})")
-    cli.add_argument("--binary", default="valkey")
-    cli.add_argument("--rounds", type=int, default=7)
-    cli.add_argument("--calls", type=int, default=300)
-    opts = cli.parse_args(argv)
-    if opts.rounds < 1 or opts.calls < 1:
-        cli.error("--rounds and --calls must be at least 1")
+    opts = parsed_rounds(cli, argv)
     run = Run(opts)
     with started(binary(opts.binary)) as servers:
         client = servers[0].client()
