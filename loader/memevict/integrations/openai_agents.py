@@ -27,7 +27,9 @@ words said again later follow other items, and are stored again.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import secrets
 from collections import Counter
@@ -60,7 +62,6 @@ from memevict.integrations._conversation import (
     namespace_for,
     open_conversation,
     recent_of,
-    sha256_of,
 )
 from memevict.registry import AsyncClient
 
@@ -157,8 +158,12 @@ def chain_root() -> str:
 
 
 def item_id(after: str, text: str) -> str:
-    """The id of an item whose JSON is ``text``, added after the item ``after``."""
-    return sha256_of(f"{after}\n{text}")
+    """The id of an item whose JSON is ``text``, added after the item ``after``: the first
+    128 bits of their SHA-256, as 22 characters of URL-safe base64 (a 64-character hex
+    id, as memevict gave before issue 41, is stored again in every place an id is kept:
+    texts, metadata, the cold tier, the lexical index, the receipts)."""
+    digest = hashlib.sha256(f"{after}\n{text}".encode("utf-8", "surrogatepass")).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
 
 
 def entries_of(
