@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import secrets
 import struct
 from typing import Any
 
@@ -20,6 +21,7 @@ import redis
 import redis.asyncio
 
 from memevict import Item, MemoryStore, Policy
+from memevict.acl import acl_rules
 from memevict.errors import NotFound
 from memevict.integrations._conversation import _compose, _skip, recent_of
 from memevict.integrations.openai_agents import MemevictSession, items_of, whole_calls
@@ -250,3 +252,37 @@ def test_the_held_window_on_a_cluster(cluster: Cluster) -> None:
 
     served, held = asyncio.run(run())
     assert held == served == 60
+
+
+def test_a_user_without_hgetall_is_served_by_context(
+    server: Server, client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user made with the ACL rules of memevict before issue 41 lacks HGETALL: the
+    session says so once and reads every window with context, the same windows."""
+    rules = [r for r in acl_rules("openai:", prefix=True) if r != "+hgetall"]
+    assert len(rules) == len(acl_rules("openai:", prefix=True)) - 1
+    user, password = f"old-{secrets.token_hex(4)}", secrets.token_hex(16)
+    client.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
+    rng = random.Random(4)
+
+    async def run() -> int:
+        restricted = redis.asyncio.Redis(
+            host="127.0.0.1", port=server.port, username=user, password=password
+        )
+        session = MemevictSession("old-acl", client=restricted, max_tokens=400, recall_share=0)
+        for n in range(30):
+            await session.add_items([_message(rng, n)])
+            items = await session.get_items()
+            assert items == _expected(session, await _fresh(session))
+        held = session.conversation._held
+        await session.clear_session()
+        await restricted.aclose()
+        return 0 if held is None else 1
+
+    try:
+        with caplog.at_level("WARNING", logger="memevict.integrations"):
+            assert asyncio.run(run()) == 0
+        said = [r for r in caplog.records if "may not run HGETALL" in r.getMessage()]
+        assert len(said) == 1
+    finally:
+        client.execute_command("ACL", "DELUSER", user)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from memevict.aio import AsyncMemoryStore
 from memevict.commands import MAX_BATCH, MAX_SEARCH, MAX_SKIP, Item, check_namespace
 from memevict.commands import MAX_TOKENS as MAX_MEMORY_TOKENS
-from memevict.errors import BadArgument, BadNamespace, NamespaceLost
+from memevict.errors import BadArgument, BadNamespace, NamespaceLost, PermissionDenied
 from memevict.importance import Labeler, Message
 from memevict.labelers import aimportances_of, importances_of
 from memevict.policy import Policy
@@ -558,6 +558,7 @@ class BaseConversation(Generic[StoreT]):
         # The hot tier as of a version, kept from this conversation's own writes; None:
         # not held (read whole at the next window). See Held.
         self._held: Held | None = None
+        self._no_version = False  # (the user may not read it: every window by context)
         self._asked: Item | None = None  # the latest user message, as last remembered
         self.losses = 0  # the times this conversation found its namespace lost
         self._loss_noted = False  # (a loss met by a call, before the next window)
@@ -849,8 +850,21 @@ class BaseConversation(Generic[StoreT]):
         after one read of the namespace's version; the hot tier read whole first where it
         is not held, or no more current. None where the window is not all of the hot tier
         less ``skip`` (the server then ranks it)."""
+        if self._no_version:
+            return None
         if self._held is not None:
-            now: Version | None = yield self.store.version
+            try:
+                now: Version | None = yield self.store.version
+            except PermissionDenied:
+                log.warning(
+                    "memevict: namespace %r: this user may not run HGETALL, with which an "
+                    "adapter reads the namespace's version (the ACL rules of memevict before "
+                    "issue 41: `memevict acl` prints the new ones); the window is read with "
+                    "context instead (said once)",
+                    self.store.namespace,
+                )
+                self._no_version, self._held = True, None
+                return None
             if now is not None:
                 window = self._held.window(budget, skip, now)
                 if window is not None or (now.epoch, now.version) == (
