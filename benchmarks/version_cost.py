@@ -11,8 +11,9 @@ each configuring a namespace of its own: the store's default Policy but for max_
 filled to capacity. Then ``--rounds`` interleaved rounds of ``--calls`` writes of new
 memories a side (each with a call id of its own, so a receipt, as a store sends them), a
 minute apart on the namespace's clock, importances drawn alike on both sides; server µs
-per FCALL from INFO commandstats, tree / base paired by round. What the tree adds to a
-write: the version in the state (a ninth double), made by every call that writes, and
+per FCALL from INFO commandstats, tree / base paired by round (a write whose items take
+other values at the base, remember_many before issue 39, is left out; an argument added
+since is not sent to the base). What the tree adds to a write: the version in the state (a ninth double), made by every call that writes, and
 remember_many's reply (the version, each item's order, the ids its groups moved).
 """
 
@@ -65,7 +66,9 @@ class Side:
         spec = self.scripts[script]
         keys = spec.key_names(self.namespace, call)
         name = f"{self.lib.name}_{script}"
-        return client.fcall(name, len(keys), *keys, *spec.argv(args))
+        # (an earlier revision may take fewer arguments: a field added since is left out)
+        given = {k: v for k, v in args.items() if k in spec.args}
+        return client.fcall(name, len(keys), *keys, *spec.argv(given))
 
 
 def sides(client: redis.Redis, base: str) -> dict[str, Side]:
@@ -108,6 +111,9 @@ def measure(client: redis.Redis, base: str, rounds: int, calls: int) -> dict[str
             write(client, side, "remember", f"fill{i}", draws[name].uniform(1, 9))
     out: dict[str, Any] = {}
     for how in WRITES:
+        if found["base"].scripts[how].group != found["tree"].scripts[how].group:
+            print(f"  {how:14s} left out: its items take other values at {base}")
+            continue
 
         def one(name: str, r: int, how: str = how) -> float:
             def run() -> None:
