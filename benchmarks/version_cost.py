@@ -13,8 +13,9 @@ memories a side (each with a call id of its own, so a receipt, as a store sends 
 minute apart on the namespace's clock, importances drawn alike on both sides; server µs
 per FCALL from INFO commandstats, tree / base paired by round (a write whose items take
 other values at the base, remember_many before issue 39, is left out; an argument added
-since is not sent to the base). What the tree adds to a write: the version in the state (a ninth double), made by every call that writes, and
-remember_many's reply (the version, each item's order, the ids its groups moved).
+since is not sent to the base). What the tree adds to a write: the version in the state
+(a ninth double), made by every call that writes, and remember_many's reply (the
+version, each item's order, the ids its groups moved).
 """
 
 from __future__ import annotations
