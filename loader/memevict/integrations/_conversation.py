@@ -824,19 +824,25 @@ class BaseConversation(Generic[StoreT]):
         self._known.add(entries)
 
     def _context_steps(
-        self, budget: int | None, first: Sequence[Entry], asking: bool = False
+        self,
+        budget: int | None,
+        first: Sequence[Entry],
+        asking: bool = False,
+        stored: bool = False,
     ) -> Steps[tuple[Context, bool]]:
         """The window (ids and texts) of what ``first`` (sent anyway) leaves of the hot
         tier, with what matches the latest user message of ``first`` in its share of the
         budget (Settings.recall_share), and whether the namespace was lost since the last.
-        ``asking``: only if that message is the last of ``first`` (not answered yet)."""
+        ``asking``: only if that message is the last of ``first`` (not answered yet).
+        ``stored``: every entry of ``first`` was remembered (no current turn still to
+        store, which the window must leave room for): the hot tier held may serve it."""
         skip = _skip(first)
         asked = [e.message.text for e in first if e.message.role == "user"]
         if asking and not (first and first[-1].message.role == "user"):
             asked = []
         share = self.settings.recall_share
         query = asked[-1] if asked and share != 0 and self._wanted["index"] else None
-        if query is None and budget is not None and self.max_tokens > 0:
+        if stored and query is None and budget is not None and self.max_tokens > 0:
             held = yield from self._held_window(budget, skip)
             if held is not None:
                 return held, self._lost(held)
@@ -886,7 +892,7 @@ class BaseConversation(Generic[StoreT]):
         first, budget = self._first(tail, recent)
         if budget is not None and budget <= 0:
             return _compose(None, first)
-        window, lost = yield from self._context_steps(budget, first, asking)
+        window, lost = yield from self._context_steps(budget, first, asking, stored=not tail)
         if lost and recent:  # (what this process held is not stored: not sent either)
             return (yield from self._window_steps(tail, (), asking))
         return _compose(window, first)
