@@ -252,18 +252,20 @@ def _compose(window: Context | None, first: Sequence[Entry]) -> list[tuple[str, 
     return history + [(e.id, e.text) for e in first if e.id not in held]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Held:
     """The hot tier of a namespace as it was at one version (``epoch``, ``version``): each
     memory's (order, text, tokens), by order. Read whole from the server (:meth:`of`,
-    a ``context`` of the whole tier with ``detail``), then kept up to date from the
-    replies of this conversation's own writes (:meth:`after`), each of which names the
-    version it made, the version before it plus one: a write that finds the namespace
-    at the version held takes it to the next. Any other write (another worker's, a
-    pop, a policy change) makes a version this one never reaches, and it is read whole
-    again. What it serves (:meth:`window`) is what ``context`` returns at that version,
-    by the window's own rule: when the hot tier less the skipped fits the budget, the
-    window is all of it, in the order first remembered (lua/lib/window.lua)."""
+    a ``context`` of the whole tier with ``detail``), then followed through the replies
+    of this conversation's own writes (:meth:`after`), each of which names the version
+    it made, the version before it plus one: a write that finds the namespace at the
+    version held makes the next. Any other write (another worker's, a pop, a policy
+    change) makes a version this one never reaches, and it is read whole again. A Held
+    is never changed (a write makes a new one), so a task that reads one while another
+    writes reads a whole tier of one version. What it serves (:meth:`window`) is what
+    ``context`` returns at that version, by the window's own rule: when the hot tier
+    less the skipped fits the budget, the window is all of it, in the order first
+    remembered (lua/lib/window.lua)."""
 
     epoch: int
     version: int
@@ -283,28 +285,28 @@ class Held:
             return None
         return cls(whole.epoch, whole.version, memories, sum(whole.sizes))
 
-    def after(self, items: Sequence[Item], done: Batch) -> bool:
-        """Takes in what a remember_many of ``items`` did; False (held no more) unless it
-        wrote to the version held, and it moved nothing else (no group brought back)."""
+    def after(self, items: Sequence[Item], done: Batch) -> Held | None:
+        """The hot tier after a remember_many of ``items`` did ``done``, a new Held (this
+        one is left as it is, for whoever reads it meanwhile); None unless the call wrote
+        to the version held and moved nothing else (no group brought back)."""
         if done.version != self.version + 1 or done.moved or 0 in done.orders:
-            return False
-        memories = self.memories
+            return None
+        memories, tokens = dict(self.memories), self.tokens
         last = next(reversed(memories.values()))[0] if memories else 0  # (in order)
         resort = False
         for item, order in zip(items, done.orders, strict=True):
             held = memories.get(item.id)
             text = item.text if item.text is not None or held is None else held[1]
             memories[item.id] = (order, text, item.tokens)
-            self.tokens += item.tokens - (held[2] if held else 0)
+            tokens += item.tokens - (held[2] if held else 0)
             resort = resort or (held is None and order < last)
             last = max(last, order)
         for id in done.evicted:
             gone = memories.pop(id, None)
-            self.tokens -= gone[2] if gone else 0
+            tokens -= gone[2] if gone else 0
         if resort:  # (a memory back from the cold tier keeps its place)
-            self.memories = dict(sorted(memories.items(), key=lambda m: m[1][0]))
-        self.version = done.version
-        return True
+            memories = dict(sorted(memories.items(), key=lambda m: m[1][0]))
+        return Held(self.epoch, done.version, memories, tokens)
 
     def window(self, budget: int, skip: Sequence[str], now: Version) -> Context | None:
         """``context(budget, skip=skip)`` at the version ``now`` read, where this is that
@@ -819,8 +821,8 @@ class BaseConversation(Generic[StoreT]):
         for batch in _batches(self._items(entries, importances)):
             self._held, held = None, self._held  # (None if the call fails)
             done = yield partial(self.store.remember_many, batch)
-            if held is not None and held.after(batch, done):
-                self._held = held
+            if held is not None:
+                self._held = held.after(batch, done)
         self._known.add(entries)
 
     def _context_steps(
@@ -858,7 +860,8 @@ class BaseConversation(Generic[StoreT]):
         less ``skip`` (the server then ranks it)."""
         if self._no_version:
             return None
-        if self._held is not None:
+        held = self._held  # (read once: another task may write meanwhile)
+        if held is not None:
             try:
                 now: Version | None = yield self.store.version
             except PermissionDenied:
@@ -872,18 +875,15 @@ class BaseConversation(Generic[StoreT]):
                 self._no_version, self._held = True, None
                 return None
             if now is not None:
-                window = self._held.window(budget, skip, now)
-                if window is not None or (now.epoch, now.version) == (
-                    self._held.epoch,
-                    self._held.version,
-                ):
+                window = held.window(budget, skip, now)
+                if window is not None or (now.epoch, now.version) == (held.epoch, held.version):
                     return window
         whole = partial(self.store.context, self.max_tokens, detail=True)
         read: Context = yield from self._again(lambda: _call(whole))
-        self._held = Held.of(read)
-        if self._held is None:
+        self._held = held = Held.of(read)
+        if held is None:
             return None
-        return self._held.window(budget, skip, Version(read.epoch, read.version, read.tokens))
+        return held.window(budget, skip, Version(read.epoch, read.version, read.tokens))
 
     def _window_steps(
         self, tail: Sequence[Entry], recent: Sequence[Entry], asking: bool = False
