@@ -286,3 +286,31 @@ def test_a_user_without_hgetall_is_served_by_context(
         assert len(said) == 1
     finally:
         client.execute_command("ACL", "DELUSER", user)
+
+
+def test_one_session_object_used_by_many_tasks_at_once(server: Server) -> None:
+    """Tasks sharing one session object (a service that does not serialize a user's
+    requests): no call fails, each window read holds no item twice, and once they are done
+    the window served is the server's."""
+    rng = random.Random(5)
+
+    async def run() -> None:
+        client = redis.asyncio.Redis.from_url(server.url)
+        session = MemevictSession("held-tasks", client=client, max_tokens=400, recall_share=0)
+        await session.clear_session()
+
+        async def worker(k: int) -> None:
+            for n in range(25):
+                await session.add_items([_message(rng, 100 * k + n)])
+                items = await session.get_items()
+                texts = [str(i.get("content")) for i in items]
+                assert len(texts) == len(set(texts))
+
+        await asyncio.gather(*(worker(k) for k in range(4)))
+        items = await session.get_items()
+        assert items == _expected(session, await _fresh(session))
+        assert session.conversation._held is not None  # (and it serves again)
+        await session.clear_session()
+        await client.aclose()
+
+    asyncio.run(run())
