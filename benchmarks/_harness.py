@@ -255,9 +255,11 @@ def script_rounds(
 def checkout(rev: str, *paths: str) -> Path:
     """A temporary directory holding ``paths`` of git revision ``rev`` (the caller removes
     it)."""
-    blob = subprocess.run(
-        ["git", "archive", rev, *paths], cwd=ROOT, check=True, capture_output=True
-    ).stdout
+    done = subprocess.run(["git", "archive", rev, *paths], cwd=ROOT, capture_output=True)
+    if done.returncode != 0:  # (a revision unknown here, or no .git: one line, no traceback)
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        raise SystemExit(f"cannot read revision {rev!r}: {why[-1] if why else 'git failed'}")
+    blob = done.stdout
     tmp = Path(tempfile.mkdtemp(prefix="memevict-ab-"))
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(tmp, filter="data")
