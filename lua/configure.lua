@@ -29,6 +29,7 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
 --
 -- ARGV[1] mode: 'init' stores the policy only if the namespace has none; 'replace' always
 --   stores it; 'update' changes the fields given (the others are '') of the stored one
@@ -52,8 +53,10 @@
 --   0 keeps none (and deletes one kept before)
 -- ARGV[17] protect_memories: whole number >= 0, memories remembered after a memory's
 --   first remember before it can be evicted: the newest ones are kept (0: none)
--- ARGV[18] now: whole ms since the Unix epoch, or '' for the server clock
--- ARGV[19] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
+-- ARGV[18] log_max: whole number >= 0, most entries of the eviction log (0: no log, and
+--   the one kept before is deleted)
+-- ARGV[19] now: whole ms since the Unix epoch, or '' for the server clock
+-- ARGV[20] seen: '', '?' or '<incarnation>:<revision>', the namespace as the caller
 --   last saw it: NAMESPACE_CHANGED, before any write, if its incarnation is not that
 --   one (it was made again since, or it does not exist: nothing is made then); the
 --   revision is not compared (an update merges another caller's change). '' and '?'
@@ -61,7 +64,7 @@
 --
 -- Returns: [status, max_hot, evict_batch, clock, half_life_memories, half_life_s,
 --   whitelist_boost, whitelist_cap, protect_s, score_min, jitter, cold_max,
---   retry_window_s, max_tokens, idle_ttl_s, index, protect_memories(, seen)] with
+--   retry_window_s, max_tokens, idle_ttl_s, index, protect_memories, log_max(, seen)] with
 --   status one of 'created', 'existing' (init found a policy: the stored one is returned)
 --   or 'replaced' (replace or update); the fields as strings, the policy in
 --   force after the call. A new clock or half-life applies from now: recency
@@ -336,5 +339,10 @@ if status == 'replaced' then
 end
 keep_seen(rev)
 if p.index == 0 then rcall('UNLINK', KEY.terms, KEY.entries, KEY.entry_of) end
+if p.log_max == 0 then
+  rcall('UNLINK', KEY.log)
+elseif status == 'replaced' then -- (a lowered log_max; check_call checked the log's type)
+  rcall('XTRIM', KEY.log, 'MAXLEN', p.log_max)
+end
 if p.idle_ttl_s > 0 then keep_alive(p) elseif stored[1] ~= false then never_expire() end
 return reply(status, given, rev)

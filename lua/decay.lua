@@ -22,9 +22,10 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
---   (decay reads none of the three: a write keeps every key of the namespace alive
---   for idle_ttl_s, so the index does not expire before its memories)
--- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
+--   (decay reads none of the four: a write keeps every key of the namespace alive
+--   for idle_ttl_s, so the index and the log do not expire before its memories)
+-- KEYS[17] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -46,7 +47,7 @@ local p, st = load_policy(ARG.seen)
 
 return once(p, st, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
-    KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of) -- (only kept alive here)
+    KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of, KEY.log) -- (only kept alive here)
   st.decay, st.changed = st.decay + math.log(rate), true
   save_state(st)
   return fmt(st.decay)

@@ -1,6 +1,6 @@
 #!lua
 -- drop: delete a whole namespace: its policy, state, memories, text and
--- every index (the lexical index too), in one atomic call. UNLINK frees each large key in the
+-- every index (the lexical index too) and its eviction log, in one atomic call. UNLINK frees each large key in the
 -- server's background thread, so the call takes the same short time
 -- whatever the namespace's size and the server is not blocked while the
 -- memory is freed. A call's receipt (<prefix>call:<id>) is not listed here
@@ -23,6 +23,7 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
 --
 -- Returns: the number of keys deleted (0: the namespace did not exist).
 -- Errors: ARITY, BAD_KEYS
@@ -30,4 +31,5 @@
 
 check_layout()
 return rcall('UNLINK', KEY.policy, KEY.state, KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot,
-  KEY.wl, KEY.cold, KEY.ghot, KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of)
+  KEY.wl, KEY.cold, KEY.ghot, KEY.groups, KEY.links, KEY.terms, KEY.entries, KEY.entry_of,
+  KEY.log)

@@ -19,7 +19,8 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
--- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
+-- KEYS[17] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -43,6 +44,7 @@ local p, st = load_policy(ARG.seen)
 return once(p, st, function()
   check_types(KEY.meta, KEY.text, KEY.hot, KEY.fresh, KEY.prot, KEY.wl, KEY.cold, KEY.ghot,
     KEY.groups, KEY.links, KEY.state, KEY.terms, KEY.entries, KEY.entry_of)
+  if p.log_max > 0 then check_types(KEY.log) end
   local m = read_live(id, p)
   if not m then fail('NOT_FOUND', 'no memory ' .. id) end
   local ids = {id}
@@ -58,8 +60,21 @@ return once(p, st, function()
     if y and y.cold then cold = cold + 1 end
     if y and y.group ~= '' then links[#links + 1] = y.group .. '\0' .. x end
   end
+  -- (the log's time: the server's, as the namespace sees it)
+  local t = {cold = 0, cold_max = p.cold_max, members = {}, log_max = p.log_max, p = p, st = st,
+    now = p.log_max > 0 and namespace_now(arg_now(''), st) or 0}
   if cold > 0 then -- (live cold memories leave: the line holds, see hold_cold_line)
-    hold_cold_line({cold = rcall('ZCARD', KEY.cold), cold_max = p.cold_max, members = {}}, cold)
+    t.cold = rcall('ZCARD', KEY.cold)
+    hold_cold_line(t, cold)
+  end
+  if t.log_max > 0 then
+    for i, x in ipairs(ids) do
+      local y = raws[i] and unpack_meta(x, raws[i])
+      if y then
+        local from = y.cold and 'cold' or (y.wl and 'whitelist' or 'hot')
+        log_left(t, y, 'forget', reported(y, ln_score(y, t.now, p, st), p), from)
+      end
+    end
   end
   unindex(ids)
   rcall('HDEL', KEY.meta, unpack(ids))

@@ -22,7 +22,8 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
--- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
+-- KEYS[17] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --
@@ -30,12 +31,15 @@
 -- ARGV[2] seen: '' or '<incarnation>:<revision>', the namespace as the caller last saw
 --   it (the fields incarnation and revision of its policy): NAMESPACE_CHANGED, before any
 --   write, if it was made again since or its policy changed ('' checks nothing)
--- ARGV[3] items: 8 per item, repeated 1..100 times (a bound on the call's
+-- ARGV[3] texts: '0' or '1', 1 returns the text of each memory the call evicted (for
+--   a summariser: read as the memory left, in the same atomic call)
+-- ARGV[4] items: 8 per item, repeated 1..100 times (a bound on the call's
 --   work): id, importance, text, has_text, whitelist, tokens, group, terms, each as
 --   in remember.lua; the items' terms at most 256 in all (BAD_TERMS)
 --
 -- Returns: [[score, ...], [evicted id, ...], [demoted id, ...], over,
---   over_tokens, version, [order, ...], [moved id, ...]] with one score per item
+--   over_tokens, version, [order, ...], [moved id, ...], [evicted text, ...]] with one
+--   score per item
 --   in order (its score right after it was remembered, string %.17g); evicted,
 --   demoted, over and over_tokens as remember returns them; the namespace's
 --   version this call made (integer; the one before it is version - 1: every call
@@ -44,6 +48,8 @@
 --   back from the cold tier or dropped (members an item joining a group moved).
 --   So a client that holds the hot tier as it was at version - 1 knows it now:
 --   the items (those not evicted), at their orders, and the moved ids changed.
+--   With texts 1, each evicted memory's text (nil for one stored without), in the
+--   order of the evicted ids; with texts 0 an empty list.
 -- Errors: ARITY, BAD_KEYS, WRONG_TYPE, BAD_ID, BAD_IMPORTANCE, BAD_ARG, BAD_TOKENS, BAD_GROUP,
 --   BAD_NOW, BAD_TERMS, NO_POLICY, OVER_BUDGET, GROUP_FULL, REPLY_NOT_KEPT, NAMESPACE_CHANGED
 --@include lib/args.lua
@@ -53,10 +59,11 @@
 
 check_layout()
 local now = arg_now(ARG.now)
+local want_texts = arg_flag(ARG.texts, 'texts')
 -- The items' arguments, one array per field (a table per item costs more).
 local ids, imps, texts, has_texts, wls, toks, groups, terms = {}, {}, {}, {}, {}, {}, {}, {}
 local n = 0
-for i = 3, #ARGV, 8 do
+for i = 4, #ARGV, 8 do
   n = n + 1
   ids[n] = arg_id(ARGV[i])
   imps[n] = arg_importance(ARGV[i + 1])
@@ -99,6 +106,7 @@ return once(p, st, function()
     end
   end
   local t = read_tiers(now, p, st, n)
+  t.texts = want_texts and {} or nil -- (filled by to_cold as memories leave)
   -- Writes start here.
   start_writes(t, p, st)
   local seq = st.seq
@@ -209,5 +217,5 @@ return once(p, st, function()
   end
   for id in pairs(moved) do brought[#brought + 1] = id end
   table.sort(brought) -- (a reply independent of the table's order)
-  return {scores, evicted, demoted, over, over_tok, st.ver, orders, brought}
+  return {scores, evicted, demoted, over, over_tok, st.ver, orders, brought, t.texts or {}}
 end)

@@ -21,7 +21,8 @@
 -- KEYS[13] terms: hash, the lexical index: term -> its postings (see lib/index.lua)
 -- KEYS[14] entries: hash, entry -> id of every memory indexed now
 -- KEYS[15] entry_of: hash, id -> its entry in the index
--- KEYS[16] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
+-- KEYS[16] log: stream, the eviction log: what left a tier, when and why (lib/memory.lua)
+-- KEYS[17] receipt: string, <prefix>call:<call id>, the id unique per call (0..64 bytes):
 --   a repeat within retry_window_s returns the first reply and writes nothing
 --   (an empty id keeps no receipt)
 --

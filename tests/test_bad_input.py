@@ -134,8 +134,8 @@ def filled(server: Server) -> Snapshot:
     """The DUMP of NS and OTHER filled, made once per server and restored by each test."""
     client = server.client()
     client.flushall()
-    fill(MemoryStore(client, OTHER, Policy(max_hot=7, whitelist_cap=1, index=1)))
-    fill(MemoryStore(client, NS, Policy(max_hot=7, whitelist_cap=1, index=1)))
+    fill(MemoryStore(client, OTHER, Policy(max_hot=7, whitelist_cap=1, index=1, log_max=50)))
+    fill(MemoryStore(client, NS, Policy(max_hot=7, whitelist_cap=1, index=1, log_max=50)))
     dumps = snapshot(client)
     client.flushall()
     client.close()
@@ -209,6 +209,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
     "top": {"k": 3, "now": LATER},
     "stats": {"now": LATER},
     "window": {"tokens": 10, "query": "tea", "share": 0.5, "now": LATER},
+    "explain": {"id": "q", "tokens": 3, "now": LATER},
     "context": {
         "tokens": 10,
         "skip": ["a", "nope"],
@@ -218,6 +219,7 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "detail": True,
     },
     "version": {},
+    "evictions": {"since": None, "count": 10},
     "scan": {"tier": "hot", "cursor": 0, "count": 10, "now": LATER},
     "drop": {},
     "close": {},
@@ -228,11 +230,12 @@ VALID_CALLS: dict[str, dict[str, Any]] = {
         "items": [("a", 2.0), Item("n", 1.0, text="x", whitelist=True)],
         "now": LATER,
         "call_id": None,
+        "evicted_texts": True,
     },
 }
 READ_ONLY_METHODS = {
     "get", "top", "stats", "reload_policy", "window", "context", "scan", "close", "search",
-    "version",
+    "version", "evictions", "explain",
 }  # fmt: skip
 
 
@@ -381,8 +384,17 @@ BAD_PYTHON_VALUES: dict[str, list[Any]] = {
         bad("bool", True, BadArgument),
         bad("None", None, BadArgument),
     ],
+    "since": [
+        bad("empty", "", BadArgument),
+        bad("not an id", "yesterday", BadArgument),
+        bad("a range", "-", BadArgument),
+        bad("exclusive already", "(1-0", BadArgument),
+        bad("int", 5, BadArgument),
+        bad("bytes", b"1-0", BadArgument),
+    ],
     "whitelist": [bad("str 'no'", "no", BadArgument)],
     "detail": [bad("int 1", 1, BadArgument), bad("str '1'", "1", BadArgument)],
+    "evicted_texts": [bad("int 1", 1, BadArgument), bad("None", None, BadArgument)],
     "skip": [
         bad("str", "ab", BadArgument),
         bad("None", None, BadArgument),
@@ -539,7 +551,7 @@ def test_an_unknown_id_is_not_found(client: redis.Redis, store: MemoryStore, met
 # Which script each method runs, to plant a key of the wrong type under it.
 # The script each method runs (reload_policy runs none: an HMGET of the policy).
 METHOD_SCRIPTS = {
-    **{m: m for m in VALID_CALLS if m not in ("reload_policy", "close", "version")},
+    **{m: m for m in VALID_CALLS if m not in ("reload_policy", "close", "version", "evictions")},
     "set_policy": "configure",
     "recreate": "configure",
 }
@@ -553,7 +565,7 @@ WRONG_TYPE_ROLES = [
     if m != "drop"  # (it deletes a key of any type: test_drop_deletes_a_key_of_the_wrong_type)
     for r in specs()[METHOD_SCRIPTS[m]].keys
     if r != RECEIPT
-] + [("version", "state")]  # (no script: an HMGET of the state)
+] + [("version", "state"), ("evictions", "log")]  # (no script: an HMGET, an XREVRANGE)
 
 
 @pytest.mark.parametrize(
@@ -631,6 +643,7 @@ GOOD_ARGS: dict[str, Any] = {
     "has_text": "1",
     "whitelist": "1",
     "detail": "1",
+    "texts": "1",
     "now": str(LATER),
     "rate": "0.5",
     "k": "3",
@@ -802,6 +815,7 @@ BAD_RAW_VALUES: dict[str, tuple[str, list[tuple[str, str | bytes]]]] = {
     "has_text": ("BAD_ARG", NOT_A_FLAG),
     "whitelist": ("BAD_ARG", NOT_A_FLAG),
     "detail": ("BAD_ARG", NOT_A_FLAG),
+    "texts": ("BAD_ARG", NOT_A_FLAG),
     "mode": (
         "BAD_ARG",
         [("upsert", "upsert"), ("empty", ""), ("upper case", "INIT"), ("padded", "init ")],

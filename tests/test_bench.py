@@ -466,15 +466,24 @@ def test_the_index_cost_script_runs(tmp_path: Path) -> None:
     assert memory["indexed"] > memory["unindexed"]  # (the index holds something)
 
 
-def test_the_protect_cost_script_runs(tmp_path: Path) -> None:
-    # benchmarks/protect_cost.py: a server of its own, two namespaces a protect_s
-    args = ["protect_cost.py", "--rounds", "2", "--calls", "20"]
-    data = run_json(tmp_path, args, ["What protection by activity costs"])
-    assert set(data["protect_s"]) == {"30", "0"}
-    for found in data["protect_s"].values():
+@pytest.mark.parametrize(
+    ("field", "cases", "name", "off", "on"),
+    [
+        ("protect", 2, "What protection by activity costs", "0", "8"),
+        ("log", 3, "What the eviction log costs", "0", "1000"),
+    ],
+)
+def test_the_policy_cost_script_runs(
+    tmp_path: Path, field: str, cases: int, name: str, off: str, on: str
+) -> None:
+    # benchmarks/policy_cost.py: a server of its own, two namespaces a case
+    args = ["policy_cost.py", field, "--rounds", "2", "--calls", "20"]
+    data = run_json(tmp_path, args, [name])
+    assert len(data["cases"]) == cases and (str(data["off"]), str(data["on"])) == (off, on)
+    for found in data["cases"].values():
         us = found["remember_us"]
-        assert _positive(*us["0"], *us["8"]) and len(us["0"]) == len(us["8"]) == 2
-        assert found["ratio_8_vs_0"] == pytest.approx(_paired(us["8"], us["0"]))
+        assert _positive(*us[off], *us[on]) and len(us[off]) == len(us[on]) == 2
+        assert found["ratio"] == pytest.approx(_paired(us[on], us[off]))
 
 
 def test_the_version_cost_script_runs(tmp_path: Path) -> None:

@@ -248,7 +248,7 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
     out = subprocess.run(
         ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[:17] == [
+    assert out[:18] == [
         "created",
         "3",
         "0",
@@ -266,11 +266,12 @@ def test_the_readme_redis_cli_example_runs_as_written(server: Server, tmp_path: 
         "0",
         "1",
         "0",
+        "0",
     ]
-    score = float(out[17])
+    score = float(out[18])
     assert 10 < score < 10.001  # importance 10 plus a jitter offset below 0.001
-    assert out[18:22] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
-    memory = out[22:]
+    assert out[19:23] == ["", "", "0", "0"]  # nothing evicted or demoted, over 0, 0 tokens
+    memory = out[23:]
     assert memory[0] == "pw" and memory[3] == "hot" and memory[8] == "the password is swordfish"
     assert memory[9:] == ["1", ""]  # one token, no group
     assert float(memory[1]) == 10 and 9.99 < float(memory[2]) <= score
@@ -338,6 +339,7 @@ def test_evict_drains_the_whole_backlog(server: Server, client: redis.Redis) -> 
     [
         ["stats"],
         ["get", "x"],
+        ["explain", "x", "--tokens", "5"],
         ["top"],
         ["search", "x"],
         ["policy"],
@@ -425,14 +427,16 @@ def test_policy_token_budget_and_idle_expiry(server: Server, client: redis.Redis
         assert code == 0, out
     assert json.loads(out)["over_tokens"] == 3
     code, out = run(server, "stats", "--now", T0)
-    assert code == 0 and out.split() == [
+    assert code == 0 and out.splitlines()[0].split() == [
         "hot=2", "cold=0", "whitelisted=0", "protected=2", "over=0", "backlog=0", "tokens=8",
         "over_tokens=3",
     ]  # fmt: skip
+    # (then where to see what left: here no log, and how to keep one)
+    assert out.splitlines()[1:] == ["(no eviction log: memevict policy --log-max 1000 keeps one)"]
     code, out = run(server, "policy", "--max-tokens", "0", "--json")
     assert code == 0 and json.loads(out)["max_tokens"] == 0
     code, out = run(server, "stats", "--now", T0)  # no budget: no over_tokens
-    assert code == 0 and out.split() == [
+    assert code == 0 and out.splitlines()[0].split() == [
         "hot=2", "cold=0", "whitelisted=0", "protected=2", "over=0", "backlog=0", "tokens=8"
     ]  # fmt: skip
 

@@ -236,7 +236,7 @@ def test_a_thousand_namespaces_each_live_on_the_node_of_their_slot(
 
 # A namespace with every role key non-empty, and one call of each method on it.
 
-POLICY = Policy(max_hot=5, protect_s=30, whitelist_cap=3, index=1)
+POLICY = Policy(max_hot=5, protect_s=30, whitelist_cap=3, index=1, log_max=100)  # (every role)
 NOW = T0 + 50 * S
 
 

@@ -230,12 +230,12 @@ def test_a_damaged_packed_policy_is_never_used_and_heals(
         for i in range(3):
             store.remember(f"m{damage}{i}", 5.0, now=T0 + i)
         packed = client.hget(key, "packed")
-        # (array 17: its type and length in 3 bytes, then max_hot 3)
-        assert packed is not None and packed[:3] == b"\xdc\x00\x11" and packed[3] == 3
+        # (array 18: its type and length in 3 bytes, then max_hot 3)
+        assert packed is not None and packed[:3] == b"\xdc\x00\x12" and packed[3] == 3
         if damage == "flipped":
             client.hset(key, "packed", packed[:3] + b"\xff" + packed[4:])  # max_hot -1
         else:
-            client.hset(key, "packed", packed[:3] + b"\xa11" * 17)
+            client.hset(key, "packed", packed[:3] + b"\xa11" * 18)
         assert store.stats(now=T0 + 10).hot == 3  # a read heals it too
         assert client.hget(key, "packed") == packed
         got = store.remember(f"n{damage}", 9.0, now=T0 + 11)

@@ -207,27 +207,30 @@ def test_the_policy_turns_the_index_on_and_off(client: redis.Redis) -> None:
     assert store.get("c") is not None  # (the memories stay)
 
 
-@pytest.mark.parametrize("dropped", [("index", "protect_memories"), ("protect_memories",)])
+@pytest.mark.parametrize(
+    "dropped",
+    [("index", "protect_memories", "log_max"), ("protect_memories", "log_max"), ("log_max",)],
+)
 def test_a_policy_packed_before_fields_were_added_reads_their_defaults(
     client: redis.Redis, dropped: tuple[str, ...]
 ) -> None:
     """A packed copy of the memevict before the index field (the 14 fields before it
-    and the revision, 15 values) or before protect_memories (15 fields and the
-    revision) reads the fields it lacks as 0 and keeps its revision (no false
-    NAMESPACE_CHANGED for the stores that saw it)."""
+    and the revision, 15 values), before protect_memories (15 fields and the revision)
+    or before log_max (16 and the revision) reads the fields it lacks as 0 and keeps
+    its revision (no false NAMESPACE_CHANGED for the stores that saw it)."""
     policy = Policy(max_hot=7, protect_s=0, protect_memories=0)
     store = MemoryStore(client, "old", policy)
     store.remember("a", 1.0, now=T0)
     key = key_name("old", "policy")
     unpack = "return cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))"
-    # index, protect_memories, revision (Lua: integers)
-    assert client.eval(unpack, 1, key)[14:] == [0, 0, 1]
+    # index, protect_memories, log_max, revision (Lua: integers)
+    assert client.eval(unpack, 1, key)[14:] == [0, 0, 0, 1]
     drop_fields = """
       local n = cmsgpack.unpack(redis.call('HGET', KEYS[1], 'packed'))
-      for i = 1, tonumber(ARGV[1]) do table.remove(n, 17 - i) end
+      for i = 1, tonumber(ARGV[1]) do table.remove(n, 18 - i) end
       redis.call('HSET', KEYS[1], 'packed', cmsgpack.pack(n))
       return #n"""
-    assert client.eval(drop_fields, 1, key, len(dropped)) == 17 - len(dropped)
+    assert client.eval(drop_fields, 1, key, len(dropped)) == 18 - len(dropped)
     client.hdel(key, *dropped)
     # A raw write with the seen the store had: not refused (the revision read as it was).
     call = commands.remember("b", 2.0, text=None, whitelist=False, now=T0)

@@ -86,6 +86,7 @@ def test_every_method_is_one_round_trip(server: Server, mode: Mode) -> None:
         (read, lambda: store.get("a", now=T0)),
         (read, lambda: store.top(5, now=T0)),
         (read, lambda: store.stats(now=T0)),
+        (read, lambda: store.explain("a", 5, now=T0)),
         (write, lambda: store.forget("a")),
         (write, lambda: store.set_policy(Policy(max_hot=3, protect_s=0), now=T0)),
     ]

@@ -130,7 +130,9 @@ def make_user(server: Server, client: redis.Redis) -> Iterator[UserFactory]:
 # EVAL fallback after SCRIPT FLUSH. Ids go through `ids` so the same scenario
 # runs with hostile ids.
 
-POLICY = Policy(max_hot=3, whitelist_cap=1, cold_max=1, protect_s=30, retry_window_s=0.001)
+POLICY = Policy(
+    max_hot=3, whitelist_cap=1, cold_max=1, protect_s=30, retry_window_s=0.001, log_max=50
+)
 
 
 @dataclass
@@ -231,6 +233,9 @@ def reads(r: Run) -> None:
     assert r.s.stats().protected == 0  # the server clock is years past T0
     window = r.s.window(tokens=2, now=T0 + 300 * S)
     assert [m.id for m in window] == [r.id("w"), r.id("d")]  # the top two, in time order
+    why = r.s.explain(r.id("c"), 2, now=T0 + 300 * S)  # (recalled: protected, third)
+    assert (why.tier, why.rank) == ("protected", 3) and why.window is not None
+    assert (why.window.included, why.window.reason) == (False, "ranked_out")
     context = r.s.context(tokens=2, now=T0 + 300 * S, detail=True)
     assert [(id, text) for id, text in context] == [(m.id, m.text) for m in window]
     assert context.sizes == tuple(m.tokens for m in window)
@@ -244,6 +249,9 @@ def reads(r: Run) -> None:
         r.id(x) for x in "abcdvw" if (m := r.s.get(r.id(x), now=T0 + 300 * S)) and m.tier == "cold"
     ]
     assert [m.id for m in page.memories] == cold and len(cold) == 1 and page.cursor == 0
+    log = r.s.evictions()  # (a plain XREVRANGE of the log: allowed by the rules)
+    assert cold[0] in {e.id for e in log if e.to_tier == "cold"}
+    assert r.s.evictions(since=log[0].log_id, count=200) == log[1:]
     assert r.s.search("kept", 5, now=T0 + 300 * S) == []  # (a, trimmed: gone from the index)
 
 
@@ -594,6 +602,8 @@ def test_only_the_package_scripts_are_sent(
             assert as_bytes(args[1]) == key_name(namespace, "policy").encode()
         elif name == "HGETALL":  # version() reads the state
             assert as_bytes(args[1]) == key_name(namespace, "state").encode()
+        elif name in ("XRANGE", "XREVRANGE"):  # evictions() reads the log
+            assert as_bytes(args[1]) == key_name(namespace, "log").encode()
         elif name == "FCALL_RO":  # a default-mode store asks the library's version
             assert [as_bytes(a) for a in args[1:]] == [
                 library().version_function.encode(),
@@ -622,7 +632,16 @@ def test_only_the_package_scripts_are_sent(
     # if the server may evict its keys; one of a named ACL user never does.
     admin = {"CONFIG GET"}
     # (EXISTS: the namespace's keys, when the store finds no policy after the drop)
-    assert names <= {*handshake, *scripts, "HMGET", "HGETALL", "EXISTS", *admin}
+    assert names <= {
+        *handshake,
+        *scripts,
+        "HMGET",
+        "HGETALL",
+        "XRANGE",
+        "XREVRANGE",
+        "EXISTS",
+        *admin,
+    }
     assert scripts <= names
     # Every other command the store sends is in the derived ACL.
     assert {n.lower().replace(" ", "|") for n in names - handshake - admin} <= set(commands())

@@ -43,6 +43,8 @@ LOADER_COMMANDS = (
     "fcall",
     "fcall_ro",
     "hgetall",
+    "xrange",
+    "xrevrange",
 )
 
 # Characters redis-cli reads literally in an unquoted argument.

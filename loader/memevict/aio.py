@@ -34,6 +34,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
+from memevict.log import evictions_of, range_args
 from memevict.namespaces import SCAN_COUNT, Namespace, names_of, policy_pattern, unreadable
 from memevict.policy import Policy
 from memevict.registry import (
@@ -47,6 +48,8 @@ from memevict.results import (
     Batch,
     Context,
     Evicted,
+    Eviction,
+    Explanation,
     Match,
     Memory,
     Remembered,
@@ -323,11 +326,19 @@ class AsyncMemoryStore(StoreBase):
         *,
         now: int | None = None,
         call_id: str | None = None,
+        evicted_texts: bool = False,
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
-        at the same now, then evicts once; items are Item or (id, importance)."""
+        at the same now, then evicts once; items are Item or (id, importance).
+        ``evicted_texts``: the batch also holds the text of each memory it evicted,
+        read in the same call (for a summariser of what leaves)."""
         return await self._run(
-            commands.remember_many(self._indexed(items, self._policy), now=now, call_id=call_id)
+            commands.remember_many(
+                self._indexed(items, self._policy),
+                now=now,
+                call_id=call_id,
+                evicted_texts=evicted_texts,
+            )
         )
 
     async def touch(
@@ -397,6 +408,12 @@ class AsyncMemoryStore(StoreBase):
         """As :meth:`MemoryStore.window`."""
         return await self._run(commands.window(tokens, now=now, query=query, share=share))
 
+    async def explain(
+        self, id: str, tokens: int | None = None, *, now: int | None = None
+    ) -> Explanation:
+        """As :meth:`MemoryStore.explain`."""
+        return await self._run(commands.explain(id, tokens, now=now))
+
     async def context(
         self,
         tokens: int | None = None,
@@ -420,6 +437,19 @@ class AsyncMemoryStore(StoreBase):
         except ResponseError as error:
             raise from_response(error) from None
         return version_of(fields)
+
+    async def evictions(self, since: str | None = None, count: int = 100) -> list[Eviction]:
+        """As :meth:`MemoryStore.evictions`."""
+        start, count = range_args(since, count)
+        await self._ready()
+        try:
+            if start:
+                entries = await self.client.xrange(self.log_key, start, "+", count=count)
+            else:
+                entries = await self.client.xrevrange(self.log_key, "+", "-", count=count)
+        except ResponseError as error:
+            raise from_response(error) from None
+        return evictions_of(entries, newest_first=not start)
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

@@ -15,10 +15,20 @@ from memevict import commands
 from memevict.clients import client_from_url, close_client
 from memevict.commands import MAX_SCAN, MAX_TOP, check_namespace
 from memevict.errors import BadPolicy, MemevictError
+from memevict.log import MAX_COUNT as MAX_LOG
 from memevict.namespaces import Namespace, drop_namespace
 from memevict.namespaces import namespaces as list_namespaces
 from memevict.policy import CLOCKS, Policy, field_docs
-from memevict.results import Memory, Remembered, ScanPage, Stats, Tier, Window
+from memevict.results import (
+    Eviction,
+    Explanation,
+    Memory,
+    Remembered,
+    ScanPage,
+    Stats,
+    Tier,
+    Window,
+)
 from memevict.scripts import key_name, namespace_keys, specs
 from memevict.store import MemoryStore
 
@@ -435,7 +445,9 @@ def top(ctx: click.Context, k: int, now: int | None, as_json: bool) -> None:
     """The k highest-scored hot memories."""
     with _store(ctx, read=True) as store:
         ms = store.top(k, now=now)
-    _emit(ms, as_json, lambda: "\n".join(_memory_line(m) for m in ms) or "(empty)")
+        on = store.policy.log_max > 0
+    lines = [_memory_line(m) for m in ms] or ["(empty)"]
+    _emit(ms, as_json, lambda: "\n".join([*lines, _log_hint(on)]))
 
 
 @main.command()
@@ -509,6 +521,85 @@ def window(
     _emit(w, as_json, lambda: "\n".join([*lines, _window_line(w, tokens)]))
 
 
+@main.command()
+@click.argument("id")
+@click.option(
+    "--tokens",
+    default=None,
+    type=int,
+    help="A token budget: also say whether window --tokens N holds the memory, and if not why.",
+)
+@now_option
+@json_option
+@click.pass_context
+def explain(
+    ctx: click.Context, id: str, tokens: int | None, now: int | None, as_json: bool
+) -> None:
+    """Why memory ID ranks where it does: its score and the parts that make it, its
+    protection, where it is held, its rank as top orders the hot memories and, with
+    --tokens, its place in that window."""
+    with _store(ctx, read=True) as store:
+        e = store.explain(id, tokens, now=now)
+        score_min = store.policy.score_min
+    if as_json:
+        _emit(e, True, str)
+    elif e.memory is None:
+        raise click.ClickException(f"NotFound: no memory {id}")
+    else:
+        click.echo("\n".join(_explanation_lines(e, score_min)))
+
+
+_REASONS = {
+    "cold": "it is cold (a window holds hot memories only)",
+    "ranked_out": "the memories ranked above it used the whole budget",
+    "does_not_fit": "its {cost} tokens do not fit in the {left} left at its turn",
+    "group_does_not_fit": "its group's {cost} tokens do not fit in the {left} left at its turn",
+    "stopped": "the window stopped before its turn (100 candidates in a row did not fit)",
+    "tied": "more than 200 memories tie its score exactly; its turn among them is not known",
+}
+
+
+def _explanation_lines(e: Explanation, score_min: float) -> list[str]:
+    m, parts, held = e.memory, e.parts, e.protection
+    assert m is not None and parts is not None and held is not None  # (absent: no lines)
+    rank = "" if e.rank is None else f", rank {e.rank} (as top orders the hot memories)"
+    unit = "memories" if parts.clock == "activity" else "s"
+    product = (
+        f"(importance {parts.importance:g} x boost {parts.boost:g} + jitter "
+        f"{parts.jitter:.3g}) x recency {parts.recency:.6g} x decay {parts.decay:.6g}"
+    )
+    if parts.floored:
+        score = f"score {m.score:.6g} (score_min), above {parts.product:.6g} = {product}"
+    else:
+        score = f"score {m.score:.6g} = {product}"
+    lines = [
+        f"{m.id}: {e.tier}{rank}",
+        f"  {score}",
+        f"  recency: age {parts.age:.6g} {unit} on the {parts.clock} clock, half-life "
+        f"{parts.half_life:g} {unit}" + (" (whitelisted: no decay)" if m.whitelisted else ""),
+    ]
+    ways = [f"until {held.until} ms"] if held.by_time else []
+    if held.by_activity:
+        ways.append(
+            f"until the namespace's order reaches {held.until_order} (now {held.order_now})"
+        )
+    if ways:
+        lines.append(f"  protected {' and '.join(ways)}")
+    elif e.tier == "protected":
+        lines.append("  not protected any more (the next write makes it evictable)")
+    else:
+        lines.append("  not protected")
+    lines.append(f"  tokens {m.tokens}" + (f", group {m.group}" if m.group is not None else ""))
+    if e.window is not None:
+        fit = e.window
+        if fit.included:
+            lines.append(f"  in window({fit.tokens})")
+        else:
+            why = _REASONS[fit.reason or "ranked_out"].format(cost=fit.cost, left=fit.left)
+            lines.append(f"  not in window({fit.tokens}): {why}")
+    return lines
+
+
 def _window_line(w: Window, budget: int | None) -> str:
     of = f" of {budget}" if budget is not None else ""
     brought = f"; {len(w.recalled)} brought by the query" if w.recalled else ""
@@ -556,6 +647,47 @@ def scan(
                 found.update((m.id, m) for m in page.memories)
             page = ScanPage(0, tuple(found.values()))
     _emit(page, as_json, lambda: "\n".join([*map(_memory_line, page.memories), _scan_line(page)]))
+
+
+@main.command("log")
+@click.option(
+    "--since", default=None, help="A log id an earlier page printed: the entries after it."
+)
+@click.option(
+    "--count",
+    default=20,
+    show_default=True,
+    type=int,
+    help=f"Entries, at most {MAX_LOG}: the newest, or the first after --since.",
+)
+@json_option
+@click.pass_context
+def log(ctx: click.Context, since: str | None, count: int, as_json: bool) -> None:
+    """What left a tier, when and why: the namespace's eviction log, oldest first
+    (a policy with --log-max N keeps one; the default keeps none)."""
+    with _store(ctx, read=True) as store:
+        found = store.evictions(since=since, count=count)
+        on = store.policy.log_max > 0
+    _emit(found, as_json, lambda: "\n".join(map(_eviction_line, found)) or _no_log(on))
+
+
+def _eviction_line(e: Eviction) -> str:
+    group = f" group={e.group}" if e.group else ""
+    return (
+        f"{e.log_id}  at={e.at} {e.id} {e.from_tier}->{e.to_tier} {e.reason} "
+        f"score={e.score:.6g} importance={e.importance:.6g}{group}"
+    )
+
+
+def _no_log(on: bool) -> str:
+    if on:
+        return "(nothing has left a tier since the log began)"
+    return "(no eviction log: memevict policy --log-max 1000 keeps one)"
+
+
+def _log_hint(on: bool) -> str:
+    """What top and stats add: where to see what left."""
+    return "what left, and why: memevict log" if on else _no_log(False)
 
 
 def _scan_line(page: ScanPage) -> str:
@@ -724,7 +856,8 @@ def stats(ctx: click.Context, now: int | None, as_json: bool) -> None:
     with _store(ctx, read=True) as store:
         s = store.stats(now=now)
         budget = store.policy.max_tokens > 0
-    _emit(s, as_json, lambda: _stats_line(s, budget))
+        on = store.policy.log_max > 0
+    _emit(s, as_json, lambda: f"{_stats_line(s, budget)}\n{_log_hint(on)}")
 
 
 def _stats_line(s: Stats, budget: bool) -> str:
@@ -1076,6 +1209,11 @@ def _transcript_paths(patterns: tuple[str, ...]) -> list[str]:
     default=None,
     help="Draw critical facts kept over turns, per policy, to FILE.png (needs matplotlib).",
 )
+@click.option(
+    "--timeline",
+    is_flag=True,
+    help="Also print what left memevict's tiers, turn by turn, and why (one transcript).",
+)
 @click.pass_context
 def simulate(
     ctx: click.Context,
@@ -1097,11 +1235,13 @@ def simulate(
     budgets: str,
     as_json: bool,
     plot_file: str | None,
+    timeline: bool,
     **fields: Any,
 ) -> None:
     """Replay a conversation longer than the window through FIFO, LRU and
     memevict, on one server, and report what each kept and which of the
-    transcript's questions its window could answer.
+    transcript's questions its window could answer; with --timeline, also what
+    left memevict's tiers after each turn and why (its eviction log).
 
     Each policy runs in its own namespace, memevict-simulate-<random>-<n>
     (cleared before and after), on the server of --url or the embedded one.
@@ -1117,6 +1257,7 @@ def simulate(
     from memevict.simulate.plot import draw, matplotlib_missing
     from memevict.simulate.replay import POLICIES
     from memevict.simulate.report import summary_json, summary_table, table, to_json
+    from memevict.simulate.report import timeline as timeline_text
 
     def given(name: str) -> bool:
         return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
@@ -1204,6 +1345,11 @@ def simulate(
         raise click.UsageError("hindsight needs questions: no transcript asks any")
     if plot_file and len(transcripts) > 1:
         raise click.UsageError("--plot draws one transcript: give one --transcript or --seeds 1")
+    if timeline and (len(transcripts) > 1 or "memevict" not in chosen):
+        raise click.UsageError(
+            "--timeline follows memevict through one transcript: give one --transcript or "
+            "--seeds 1, and memevict in --policies"
+        )
     if plot_file and matplotlib_missing():
         click.echo(
             "matplotlib is not installed (pip install 'memevict[plot]'): skipping the plot",
@@ -1220,15 +1366,25 @@ def simulate(
             with click.progressbar(length=events, label="replaying", file=sys.stderr) as bar:
                 for t in transcripts:
                     results.append(
-                        replay_all(client, t, window, policies, policies=chosen, advance=bar.update)
+                        replay_all(
+                            client,
+                            t,
+                            window,
+                            policies,
+                            policies=chosen,
+                            advance=bar.update,
+                            timeline=timeline,
+                        )
                     )
         else:
             results = [
-                replay_all(client, t, window, policies, policies=chosen) for t in transcripts
+                replay_all(client, t, window, policies, policies=chosen, timeline=timeline)
+                for t in transcripts
             ]
     if len(results) == 1:
         result = results[0]
-        _emit(to_json(result), as_json, lambda: table(result))
+        shown = [table(result), *([timeline_text(result)] if timeline else [])]
+        _emit(to_json(result), as_json, lambda: "\n\n".join(shown))
         if plot_file:
             draw(result, plot_file)
     else:

@@ -32,15 +32,22 @@ from memevict.errors import (
 from memevict.policy import Policy
 from memevict.results import (
     Batch,
+    Clock,
     Context,
     Evicted,
+    Explanation,
     Match,
     Memory,
+    Protection,
+    Reason,
     Remembered,
     ScanPage,
+    ScoreParts,
+    Standing,
     Stats,
     Tier,
     Window,
+    WindowFit,
 )
 from memevict.scripts import Args
 from memevict.terms import CALL_TERMS, MAX_TERM_BYTES, MAX_TERMS, fitted, joined, query_terms
@@ -392,8 +399,14 @@ class Item:
 
 
 def remember_many(
-    items: Sequence[Item | tuple[str, float]], *, now: int | None, call_id: str | None = None
+    items: Sequence[Item | tuple[str, float]],
+    *,
+    now: int | None,
+    call_id: str | None = None,
+    evicted_texts: bool = False,
 ) -> Call[Batch]:
+    if not isinstance(evicted_texts, bool):
+        raise BadArgument(f"evicted_texts must be a bool, got {evicted_texts!r}")
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise BadArgument("items must be a sequence of Item or (id, importance) pairs")
     if not 1 <= len(items) <= MAX_BATCH:
@@ -427,7 +440,7 @@ def remember_many(
     values[7::8] = _call_terms(found_terms)
 
     def parse(reply: Sequence[Any]) -> Batch:
-        scores, evicted, demoted, over, over_tokens, version, orders, moved = reply
+        scores, evicted, demoted, over, over_tokens, version, orders, moved, texts = reply
         return Batch(
             tuple(ids),
             tuple(float(s) for s in scores),
@@ -438,9 +451,11 @@ def remember_many(
             int(version),
             tuple(int(n) for n in orders),
             _ids(moved),
+            tuple(None if t is None else as_text(t) for t in texts),
         )
 
-    args: Args = {"now": _now(now), "seen": UNSEEN, "items": values}
+    texts = b"1" if evicted_texts else b"0"
+    args: Args = {"now": _now(now), "seen": UNSEEN, "texts": texts, "items": values}
     return Call("remember_many", args, parse, _call(call_id))
 
 
@@ -557,6 +572,51 @@ def window(
 
     args: Args = {"budget": _budget(tokens), "now": _now(now)}
     return Call("window", {**args, **_query(tokens, query, share)}, parse)
+
+
+def explain(memory_id: str, tokens: int | None, *, now: int | None) -> Call[Explanation]:
+    """Why a memory ranks where it does (lua/explain.lua); with ``tokens``, its place in
+    ``window(tokens)``. An unknown id is an Explanation of tier "absent"."""
+
+    def parse(reply: Sequence[Any]) -> Explanation:
+        found, tier, memory, parts, protection, rank, fit = reply
+        if memory is None:
+            return Explanation(as_text(found), "absent")
+        imp, boost, jitter, recency, age, half_life, clock, decay, floored = parts
+        return Explanation(
+            as_text(found),
+            cast(Standing, as_text(tier)),
+            _memory(memory),
+            ScoreParts(
+                float(imp),
+                float(boost),
+                float(jitter),
+                float(recency),
+                float(age),
+                float(half_life),
+                cast(Clock, as_text(clock)),
+                float(decay),
+                bool(floored),
+            ),
+            Protection(*(bool(x) for x in protection[:3]), *(int(x) for x in protection[3:])),
+            None if rank is None else int(rank),
+            None if fit is None else _window_fit(fit),
+        )
+
+    args: dict[str, str | bytes] = {
+        "id": _id(memory_id),
+        "budget": _budget(tokens),
+        "now": _now(now),
+    }
+    return Call("explain", args, parse)
+
+
+def _window_fit(reply: Sequence[Any]) -> WindowFit:
+    budget, included, reason, left, cost = reply
+    why = as_text(reason)
+    return WindowFit(
+        int(budget), bool(included), cast(Reason, why) if why else None, int(left), int(cost)
+    )
 
 
 def recall_share(tokens: int) -> float:

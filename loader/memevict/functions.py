@@ -3,11 +3,12 @@
 ``FUNCTION LOAD`` takes a library whose functions receive ``(keys, args)``
 instead of the globals ``KEYS`` and ``ARGV``. The library defines the helper
 files (lua/lib) once, when it loads, rather than on every call as a script
-must; then one ``local function`` per script, registered as
-``<library>_<name>`` (``no-writes`` for the read-only ones). Each function binds
-what the helpers and the body read, exactly as the script's preamble does
-(KEYS, ARGV, the header tables), then runs the script's body unchanged, so the
-two modes run the same code.
+must; then one function per script (an anonymous one: Lua allows a chunk 200
+locals, and the helpers take most), registered as ``<library>_<name>``
+(``no-writes`` for the read-only ones). Each function binds what the helpers and
+the body read, exactly as the script's preamble does (KEYS, ARGV, the header
+tables), then runs the script's body unchanged, so the two modes run the same
+code.
 
 The library is named ``memevict_<version>``, the version being the first 12 hex
 digits of a hash of its code: function names are global on a server, so each
@@ -75,13 +76,12 @@ def library_of(
     for script, spec in ordered:
         flags = "{'no-writes'}" if spec.read_only else "{}"
         parts += [
-            f"local function script_{script}(keys, args)",
+            f"redis.register_function{{function_name = '{function_name(script, _NAME)}', "
+            f"flags = {flags}, callback = function(keys, args)",
             "KEYS, ARGV, rcall = keys, args, redis.call",
             *spec.preamble,
             spec.body.strip("\n"),
-            "end",
-            f"redis.register_function{{function_name = '{function_name(script, _NAME)}', "
-            f"callback = script_{script}, flags = {flags}}}",
+            "end}",
             "",
         ]
     code = "\n".join(parts)

@@ -29,6 +29,7 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "idle_ttl_s": (0, 1e9),
     "index": (0, 1),
     "protect_memories": (0, 1_000_000),
+    "log_max": (0, 100_000),
 }
 
 
@@ -66,6 +67,8 @@ class Policy:
     protect_memories: memories remembered in the namespace after a memory's first
         remember before it can be evicted (the newest ones are kept whatever their
         score, on either clock), at most a tenth of max_hot; 0: none.
+    log_max: most entries of the namespace's eviction log (what left a tier, when and
+        why: ``MemoryStore.evictions``), the newest kept; 0: no log.
     """
 
     max_hot: int = 100
@@ -84,6 +87,7 @@ class Policy:
     idle_ttl_s: float = 0.0
     index: int = 0
     protect_memories: int = 8
+    log_max: int = 0
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

@@ -66,8 +66,10 @@ class Batch:
     in :class:`Remembered`, for the whole batch; the namespace's ``version`` the
     call made (every call that writes makes one: the one before is ``version - 1``);
     each item's ``order`` (its place in a window, the order of its first remember;
-    0 for one a later item's group dropped); and the ids the items' groups ``moved``
-    (brought back from the cold tier, or dropped)."""
+    0 for one a later item's group dropped); the ids the items' groups ``moved``
+    (brought back from the cold tier, or dropped); and, when asked
+    (``evicted_texts=True``), each evicted memory's text as it left, in the order of
+    ``evicted`` (None for one stored without)."""
 
     ids: tuple[str, ...]
     scores: tuple[float, ...]
@@ -78,6 +80,7 @@ class Batch:
     version: int = 0
     orders: tuple[int, ...] = ()
     moved: tuple[str, ...] = ()
+    evicted_texts: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,3 +183,114 @@ class Version:
     epoch: int
     version: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """One entry of a namespace's eviction log (``Policy.log_max``): a memory that left
+    a tier, written by the call that moved it. ``reason`` is one of max_hot, max_tokens
+    or evict_batch (hot to cold: the budget it was over, or the extra ones of
+    ``evict_batch``), cold_max (cold to deleted), whitelist_cap or demote (whitelisted to
+    hot), forget (to deleted); ``score`` and ``importance`` as it left, ``at`` the call's
+    time in ms. ``log_id`` is the log entry's: pass it as ``since`` to read what came
+    after it."""
+
+    log_id: str
+    id: str
+    reason: str
+    from_tier: str  # hot, whitelist or cold
+    to_tier: str  # cold, hot or deleted
+    score: float
+    importance: float
+    at: int
+    group: str
+
+
+# What explain says of a memory: which index holds it (absent: no such memory).
+Standing = Literal["hot", "protected", "whitelisted", "cold", "absent"]
+# Why a hot memory is not in window(tokens) (lua/explain.lua's header).
+Reason = Literal["cold", "ranked_out", "does_not_fit", "group_does_not_fit", "stopped", "tied"]
+Clock = Literal["activity", "wall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """What a memory's score is made of (docs/rules.md, rules 1 to 4): the score is
+    ``(importance x boost + jitter) x recency x decay`` (:attr:`product`), or the
+    policy's score_min when ``floored``.
+
+    ``boost`` is whitelist_boost for a whitelisted memory, else 1; ``jitter`` its
+    tie-breaking offset; ``recency`` is ``0.5 ** (age / half_life)``, ``age`` counted
+    since its last access on the namespace's ``clock`` ("activity": memories
+    remembered; "wall": seconds) at the half-life in force now; ``decay`` the product
+    of the ``decay()`` rates it took in the hot tier since. A whitelisted memory does
+    not decay: its recency and decay are 1 (``age`` is still its age)."""
+
+    importance: float
+    boost: float
+    jitter: float
+    recency: float
+    age: float
+    half_life: float
+    clock: Clock
+    decay: float
+    floored: bool
+
+    @property
+    def product(self) -> float:
+        """The unfloored score: ``(importance x boost + jitter) x recency x decay``."""
+        return (self.importance * self.boost + self.jitter) * self.recency * self.decay
+
+
+@dataclass(frozen=True, slots=True)
+class Protection:
+    """A memory's protection from eviction (docs/rules.md, rule 5) at the time of the
+    call: ``protected`` by time (``by_time``: ``until``, ms, lies ahead) or by activity
+    (``by_activity``: one of the protect_memories newest, until the namespace's order,
+    ``order_now``, reaches ``until_order``; 0 when not protected that way). ``order``
+    is the memory's own (the namespace's order at its first remember). A cold memory
+    is not protected."""
+
+    protected: bool
+    by_time: bool
+    by_activity: bool
+    until: int
+    until_order: int
+    order: int
+    order_now: int
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFit:
+    """Whether ``window(tokens)`` holds a memory and, if not, why (``reason``: "cold";
+    "ranked_out", the memories ranked above it used the whole budget; "does_not_fit" or
+    "group_does_not_fit", its ``cost`` is more than the ``left`` tokens at its turn;
+    "stopped", it would fit but the window stopped before its turn, after 100
+    candidates in a row that did not fit). ``left``: ``tokens`` less what the
+    memories and whole groups ranked above it take; ``cost``: its tokens, or its
+    group's (every member in its tier: the window takes a group whole)."""
+
+    tokens: int
+    included: bool
+    reason: Reason | None
+    left: int
+    cost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What ``explain(id)`` returns: why a memory ranks where it does. ``tier``: where
+    the store holds it ("hot": evictable; "protected": in the protected index;
+    "whitelisted"; "cold"; "absent": no such memory, and every other field None);
+    ``memory`` as ``get`` returns it; its score's ``parts``; its ``protection``; its
+    ``rank`` among the hot memories as ``top`` orders them (1: the first; None for a
+    cold memory, or when more than 200 memories of one index tie its score); with
+    ``tokens``, its place in that ``window``."""
+
+    id: str
+    tier: Standing
+    memory: Memory | None = None
+    parts: ScoreParts | None = None
+    protection: Protection | None = None
+    rank: int | None = None
+    window: WindowFit | None = None

@@ -42,7 +42,7 @@ _INCLUDE = re.compile(r"^--@include (\S+)\s*$")
 _LUA_CALL = re.compile(
     r"""\b(?:rcall|redis\.p?call|typed_read|each_chunk)\(\s*['"]([A-Za-z]+)['"]"""
 )
-_KEY_TYPES = ("hash", "zset", "string")
+_KEY_TYPES = ("hash", "zset", "string", "stream")
 # The names the preamble of every script assigns, in order.
 PREAMBLE_NAMES = (
     "SCRIPT",
@@ -288,6 +288,7 @@ class Scripts:
     demote: ScriptHandle
     drop: ScriptHandle
     evict: ScriptHandle
+    explain: ScriptHandle
     forget: ScriptHandle
     get: ScriptHandle
     recall: ScriptHandle

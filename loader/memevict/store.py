@@ -35,6 +35,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
+from memevict.log import evictions_of, range_args
 from memevict.policy import Policy, mismatch
 from memevict.registry import (
     MIGRATION_WAIT_S,
@@ -50,6 +51,8 @@ from memevict.results import (
     Batch,
     Context,
     Evicted,
+    Eviction,
+    Explanation,
     Match,
     Memory,
     Remembered,
@@ -122,6 +125,7 @@ class StoreBase:
         }
         self.policy_key = key_name(namespace, "policy")
         self.state_key = key_name(namespace, "state")
+        self.log_key = key_name(namespace, "log")
         self.adopt_policy = False
         # When this store last wrote to its namespace (time.monotonic()), or None: it has
         # not (or dropped it). See _lost.
@@ -401,6 +405,7 @@ FIELDS_ADDED_SINCE_0_1_0 = {
     "idle_ttl_s": "0",
     "index": "0",
     "protect_memories": "0",
+    "log_max": "0",
 }
 
 
@@ -659,11 +664,19 @@ class MemoryStore(StoreBase):
         *,
         now: int | None = None,
         call_id: str | None = None,
+        evicted_texts: bool = False,
     ) -> Batch:
         """Remembers up to 100 memories in one atomic call, as if one by one
-        at the same now, then evicts once; items are Item or (id, importance)."""
+        at the same now, then evicts once; items are Item or (id, importance).
+        ``evicted_texts``: the batch also holds the text of each memory it evicted,
+        read in the same call (for a summariser of what leaves)."""
         return self._run(
-            commands.remember_many(self._indexed(items, self.policy), now=now, call_id=call_id)
+            commands.remember_many(
+                self._indexed(items, self.policy),
+                now=now,
+                call_id=call_id,
+                evicted_texts=evicted_texts,
+            )
         )
 
     def touch(
@@ -736,6 +749,14 @@ class MemoryStore(StoreBase):
         would not take, as in :meth:`context` (``recalled`` names them)."""
         return self._run(commands.window(tokens, now=now, query=query, share=share))
 
+    def explain(self, id: str, tokens: int | None = None, *, now: int | None = None) -> Explanation:
+        """Why a memory ranks where it does: its score and the parts that make it,
+        its protection, where the store holds it, its rank as :meth:`top` orders the
+        hot memories and, with ``tokens``, whether ``window(tokens)`` holds it and if
+        not why. An unknown id is not an error: its ``tier`` is "absent". Read-only,
+        one round trip, bounded work (docs/lua-contract.md: lua/explain.lua)."""
+        return self._run(commands.explain(id, tokens, now=now))
+
     def context(
         self,
         tokens: int | None = None,
@@ -771,6 +792,21 @@ class MemoryStore(StoreBase):
         except ResponseError as error:
             raise from_response(error) from None
         return version_of(fields)
+
+    def evictions(self, since: str | None = None, count: int = 100) -> list[Eviction]:
+        """The eviction log (``Policy.log_max``; 0, the default, keeps none), oldest
+        first: the newest ``count`` entries, or the first ``count`` after ``since`` (the
+        ``log_id`` of an entry read before: page on from the last one). One XRANGE of
+        the log's stream, no script."""
+        start, count = range_args(since, count)
+        try:
+            if start:
+                entries = self.client.xrange(self.log_key, start, "+", count=count)
+            else:
+                entries = self.client.xrevrange(self.log_key, "+", "-", count=count)
+        except ResponseError as error:
+            raise from_response(error) from None
+        return evictions_of(entries, newest_first=not start)
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

@@ -284,6 +284,32 @@ local function protected_count(now, newest)
     rcall('ZCOUNT', KEY.prot, '(' .. fmt(ACTIVITY + newest), '+inf')
 end
 
+-- The eviction log (docs/rules.md, rule 15): every memory that leaves a tier
+-- is one entry of the stream KEY.log, written by the call that moves it: its
+-- id, the reason, its score and importance as it left, the call's now (at),
+-- and its group when it has one. The reason says where it went:
+--   max_hot, max_tokens, evict_batch   hot -> cold (enforce: the budget it
+--                                      was over, or the batch's extra ones)
+--   cold_max                           cold -> deleted (past the cold tier's line)
+--   whitelist_cap, demote              whitelist -> hot
+--   forget                             its tier (field from) -> deleted
+-- The stream keeps the newest log_max entries (0: no log), trimmed as Redis
+-- trims cheaply (MAXLEN ~): a whole node at a time, so it may hold up to
+-- stream-node-max-entries - 1 (99 by default) more. While the log is on, its
+-- type is checked with the others before the first write (read_tiers).
+local function log_left(t, m, reason, score, from)
+  t.at = t.at or fmt(t.now)
+  local fields = {'id', m.id, 'reason', reason, 'score', fmt(score), 'importance', fmt(m.imp),
+    'at', t.at}
+  if m.group ~= '' then
+    fields[#fields + 1], fields[#fields + 2] = 'group', m.group
+  end
+  if from then
+    fields[#fields + 1], fields[#fields + 2] = 'from', from
+  end
+  rcall('XADD', KEY.log, 'MAXLEN', '~', t.log_max, '*', unpack(fields))
+end
+
 -- The order at and below which no memory is protected by activity, once a
 -- call that remembers k memories ends.
 local function newest_after(p, st, k)
@@ -301,6 +327,7 @@ end
 -- holds the groups whose members moved (see regroup).
 local function read_tiers(now, p, st, k)
   check_types(KEY.text, KEY.links, KEY.groups, KEY.terms, KEY.entries, KEY.entry_of)
+  if p.log_max > 0 then check_types(KEY.log) end
   local newest = newest_after(p, st, k or 0)
   return {
     size = typed_read('ZCARD', KEY.hot) + typed_read('ZCARD', KEY.fresh) +
@@ -316,6 +343,9 @@ local function read_tiers(now, p, st, k)
       p.max_tokens / (2 * p.protect_newest) or math.huge,
     work = WORK,
     demote = DEMOTE,
+    log_max = p.log_max,
+    p = p, -- (for the scores the log keeps)
+    st = st,
     dirty = {},
     members = {},
   }
@@ -459,8 +489,16 @@ end
 
 -- Deletes cold memories for good (meta, text, cold and links entries, and
 -- their entries in the lexical index).
-local function delete_cold(ids, links)
+local function delete_cold(ids, links, t)
   if #ids == 0 then return end
+  if t.log_max > 0 then
+    for j, raw in ipairs(rcall('HMGET', KEY.meta, unpack(ids))) do
+      if raw then
+        local m = unpack_meta(ids[j], raw)
+        log_left(t, m, 'cold_max', reported(m, ln_score(m, t.now, t.p, t.st), t.p))
+      end
+    end
+  end
   unindex(ids)
   rcall('HDEL', KEY.meta, unpack(ids))
   rcall('HDEL', KEY.text, unpack(ids))
@@ -495,7 +533,7 @@ local function drop_grouped(ids, t)
     end
     add(id, group ~= '' and group .. '\0' .. id or nil)
   end
-  delete_cold(drop, links)
+  delete_cold(drop, links, t)
   t.cold = t.cold - #drop
 end
 
@@ -555,6 +593,9 @@ local function cap_whitelist(p, st, t)
   for _, id in ipairs(ids) do
     local m = read_meta(id)
     if m then
+      if t.log_max > 0 then
+        log_left(t, m, 'whitelist_cap', reported(m, ln_score(m, t.now, p, st), p))
+      end
       unplace(m, t)
       m.wl = false
       write_meta(m)
@@ -662,7 +703,7 @@ end
 
 -- Drops a cold_gone memory now, for a call that remembers its id anew.
 local function drop_cold(m, t)
-  delete_cold({m.id}, m.group ~= '' and {link_of(m)} or {})
+  delete_cold({m.id}, m.group ~= '' and {link_of(m)} or {}, t)
   t.cold = t.cold - 1
   if m.group ~= '' then t.members[m.group] = nil end
 end
@@ -683,6 +724,9 @@ end
 local function to_cold(ms, keys, st, t, evicted)
   local metas, cold = {}, {}
   for i, m in ipairs(ms) do
+    if t.log_max > 0 then
+      log_left(t, m, t.reason, reported(m, ln_decayed(keys[i], t.now, t.p, st), t.p))
+    end
     m.cold = true
     fold_ticks(m, keys[i], st)
     metas[#metas + 1] = m.id
@@ -695,6 +739,13 @@ local function to_cold(ms, keys, st, t, evicted)
   end
   rcall('HSET', KEY.meta, unpack(metas))
   rcall('ZADD', KEY.cold, unpack(cold))
+  if t.texts then -- (the caller asked for them: read before a trim may drop any)
+    local ids = {}
+    for i, m in ipairs(ms) do ids[i] = m.id end
+    for _, text in ipairs(rcall('HMGET', KEY.text, unpack(ids))) do
+      t.texts[#t.texts + 1] = text
+    end
+  end
   t.size = t.size - #ms
   t.cold = t.cold + #ms
 end
@@ -853,6 +904,7 @@ local function enforce(p, st, t)
     while t.work > 0 do
       local holding = not over()
       if holding and extra <= 0 then break end
+      t.reason = holding and 'evict_batch' or (t.size > p.max_hot and 'max_hot' or 'max_tokens')
       if b == false then b = head(KEY.groups) end
       if b and a == false then a = head(KEY.hot) end
       local before = #evicted

@@ -24,11 +24,13 @@ local POLICY = {
   {'idle_ttl_s', 'num', 0, 1e9, '0'},
   {'index', 'int', 0, 1, '0'},
   {'protect_memories', 'int', 0, 1000000, '0'},
+  {'log_max', 'int', 0, 100000, '0'},
 }
 -- How many fields a packed copy holds, by its length (see unpacked_policy): a
 -- memevict before 'index' packed 14 fields, with its revision after them or
--- none; one before 'protect_memories' 15, with its revision.
-local PACKED_FIELDS = {[14] = 14, [15] = 14, [16] = 15}
+-- none; one before 'protect_memories' 15, one before 'log_max' 16, with its
+-- revision.
+local PACKED_FIELDS = {[14] = 14, [15] = 14, [16] = 15, [17] = 16}
 
 -- Parses one policy value; nil and a reason when it is out of range.
 local function policy_value(field, s)

@@ -17,6 +17,7 @@ generators of store calls (:data:`Steps`) that :func:`run_steps` calls and
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 from collections.abc import Callable, Container, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -37,6 +38,11 @@ from memevict.terms import CALL_TERMS, query_terms, terms
 TokenCounter = Callable[[str], int]
 # Called with the namespace when an adapter finds it lost (see BaseConversation._lost).
 OnLost = Callable[[str], object]
+# Called with the namespace and (id, stored text) of each memory a write of the
+# conversation evicted from the hot tier, in the order they left (text None for one stored
+# without): the adapters turn them into their messages for a user's summariser
+# (BaseConversation._hand_over).
+OnEvicted = Callable[[str, list[tuple[str, str | None]]], object]
 
 log = logging.getLogger("memevict.integrations")
 
@@ -159,7 +165,8 @@ class Settings:
     the prompt's budget ``max_tokens`` and the other Policy fields (``policy``), applied
     to the namespace if its stored policy differs; the ``labeler``, the ``count_tokens``
     of the text the model reads, and ``pin_at`` (see :class:`Conversation`); ``on_lost``,
-    called with the namespace when the conversation finds it lost (:class:`Conversation`)."""
+    called with the namespace when the conversation finds it lost (:class:`Conversation`);
+    ``on_evicted``, given what each of its writes evicted (:data:`OnEvicted`)."""
 
     max_tokens: int
     policy: Mapping[str, float | int | str]
@@ -173,6 +180,7 @@ class Settings:
     # How much a message's length lowers its rank (see BaseConversation._weighted): 0,
     # importance alone; 1, importance per token.
     token_weight: float = TOKEN_WEIGHT
+    on_evicted: OnEvicted | None = None
 
     def namespace_policy(self) -> Policy:
         """The policy of a namespace the adapter creates (:func:`conversation_policy`)."""
@@ -599,6 +607,19 @@ class BaseConversation(Generic[StoreT]):
         """The labeler's importances of ``messages`` (awaitable in an async conversation)."""
         raise NotImplementedError
 
+    def _hand_over(self, hook: OnEvicted, evicted: list[tuple[str, str | None]]) -> Any:
+        """Calls ``hook`` with what a write evicted (awaitable in an async conversation).
+        An exception from it is logged, and the turn goes on: the messages were evicted
+        and stay in the cold tier, but are not handed over again."""
+        raise NotImplementedError
+
+    def _hook_failed(self) -> None:
+        log.exception(
+            "memevict: the on_evict callback of namespace %r failed; the turn goes on "
+            "(what this write evicted is not handed over again)",
+            self.store.namespace,
+        )
+
     def _changes(self, stored: Policy) -> dict[str, Any]:
         """The fields given in code that the namespace's stored policy does not have,
         each logged with its stored value (an operator's change is set back)."""
@@ -818,11 +839,17 @@ class BaseConversation(Generic[StoreT]):
             self._known.add(stored)
             entries = without(entries, stored)
         importances = yield partial(self._importances, [e.message for e in entries])
+        hook = self.settings.on_evicted
         for batch in _batches(self._items(entries, importances)):
             self._held, held = None, self._held  # (None if the call fails)
-            done = yield partial(self.store.remember_many, batch)
+            done = yield partial(self.store.remember_many, batch, evicted_texts=hook is not None)
             if held is not None:
                 self._held = held.after(batch, done)
+            if hook is not None and done.evicted:
+                # (from the call's own reply: each eviction is one call's, so two workers
+                # of one session never hand the same one over, and none goes unseen)
+                left = list(zip(done.evicted, done.evicted_texts, strict=True))
+                yield partial(self._hand_over, hook, left)
         self._known.add(entries)
 
     def _context_steps(
@@ -1018,6 +1045,20 @@ class Conversation(BaseConversation[MemoryStore]):
     def _importances(self, messages: list[Message]) -> list[float]:
         return importances_of(self.labeler, messages)
 
+    def _hand_over(self, hook: OnEvicted, evicted: list[tuple[str, str | None]]) -> None:
+        try:
+            result = hook(self.store.namespace, evicted)
+        except Exception:
+            self._hook_failed()
+            return
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()  # (never awaited: no warning of it)
+            raise BadArgument(
+                "on_evict returned an awaitable, which a sync conversation cannot await: "
+                "give a plain function (or use the adapter's async methods)"
+            )
+
 
 class AsyncConversation(BaseConversation[AsyncMemoryStore]):
     """:class:`Conversation` for an :class:`~memevict.aio.AsyncMemoryStore`; the labeler
@@ -1062,3 +1103,11 @@ class AsyncConversation(BaseConversation[AsyncMemoryStore]):
 
     async def _importances(self, messages: list[Message]) -> list[float]:
         return await aimportances_of(self.labeler, messages)
+
+    async def _hand_over(self, hook: OnEvicted, evicted: list[tuple[str, str | None]]) -> None:
+        try:
+            result = hook(self.store.namespace, evicted)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            self._hook_failed()

@@ -103,6 +103,7 @@ from memevict.integrations._conversation import (
     Conversation,
     ConversationT,
     Entry,
+    OnEvicted,
     OnLost,
     Settings,
     Steps,
@@ -144,13 +145,37 @@ def id_of(message: BaseMessage, text: str | None = None) -> str:
     return "sha256:" + sha256_of(text_of(message) if text is None else text)
 
 
-def read_message(text: str) -> Message | None:
-    """What the model reads of a message this adapter stored (:func:`message_of` of what
-    ``messages_from_dict`` rebuilds), or None for a text that is not one."""
+def stored_message(text: str) -> BaseMessage | None:
+    """The message this adapter stored as ``text`` (:func:`text_of`; ``messages_from_dict``
+    rebuilds it), or None for a text that is not one (an operator's memory)."""
     try:
-        return message_of(messages_from_dict([json.loads(text)])[0])
+        return messages_from_dict([json.loads(text)])[0]
     except (ValueError, KeyError, TypeError):  # (not JSON, not a message's dict)
         return None
+
+
+def read_message(text: str) -> Message | None:
+    """What the model reads of a message this adapter stored (:func:`message_of` of
+    :func:`stored_message`), or None for a text that is not one."""
+    message = stored_message(text)
+    return None if message is None else message_of(message)
+
+
+# A summariser's callback: a thread's namespace and the messages a write of it evicted, in
+# the order they left.
+OnEvict = Callable[[str, list[BaseMessage]], object]
+
+
+def handing_to(on_evict: OnEvict) -> OnEvicted:
+    """The conversation's hook for ``on_evict``: the evicted texts read as messages (one
+    that is not a message of this adapter's is left out); nothing when none is one."""
+
+    def handed(namespace: str, left: list[tuple[str, str | None]]) -> object:
+        found = [stored_message(text) for _, text in left if text is not None]
+        messages = [m for m in found if m is not None]
+        return on_evict(namespace, messages) if messages else None
+
+    return handed
 
 
 def _calls(message: AIMessage) -> list[str]:
@@ -354,7 +379,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
     earlier messages matching the latest user message fill, evicted ones included (None:
     about 1,000 tokens, at most half; 0: none, and the namespace keeps no index).
     ``token_weight``: how far a message longer than 25 tokens ranks by its importance per
-    token (0: by importance alone; default 0.35; see docs/adapters.md)."""
+    token (0: by importance alone; default 0.35; see docs/adapters.md). ``on_evict`` is
+    called with a thread's namespace and the messages a model call's writes evicted from
+    its hot tier, as they left: each eviction once, whichever of several workers on the
+    thread made it (for a summariser of what leaves). Under ``ainvoke`` it may be async
+    (it is awaited); under ``invoke`` it must not be. It runs inside the model call: start
+    slow work as a task of its own; an exception from it is logged and the call goes on."""
 
     def __init__(
         self,
@@ -372,10 +402,12 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
         token_weight: float = TOKEN_WEIGHT,
+        on_evict: OnEvict | None = None,
         **policy: float | int | str,
     ) -> None:
         super().__init__()
         self.on_lost = on_lost
+        self.on_evict = on_evict
         self.recall_share = recall_share
         self.token_weight = token_weight
         self.recent = recent
@@ -443,6 +475,7 @@ class MemevictMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respon
             self.on_lost,
             self.recall_share,
             self.token_weight,
+            None if self.on_evict is None else handing_to(self.on_evict),
         )
         return kind(store, settings)
 

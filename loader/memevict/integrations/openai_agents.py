@@ -33,7 +33,7 @@ import hashlib
 import json
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memevict.aio import AsyncMemoryStore
@@ -52,6 +52,7 @@ from memevict.integrations._conversation import (
     TOKEN_WEIGHT,
     AsyncConversation,
     Entry,
+    OnEvicted,
     OnLost,
     Settings,
     TokenCounter,
@@ -239,6 +240,22 @@ def _content_key(item: Item) -> str:
     return json.dumps({k: v for k, v in item.items() if k != "id"}, sort_keys=True, default=str)
 
 
+# A summariser's callback: the session's namespace and the items a write evicted, in the
+# order they left.
+OnEvict = Callable[[str, list[Item]], object]
+
+
+def handing_to(on_evict: OnEvict) -> OnEvicted:
+    """The conversation's hook for ``on_evict``: the evicted texts read as items (a memory
+    the session did not write, an operator's, is left out); nothing when none is one."""
+
+    def handed(namespace: str, left: list[tuple[str, str | None]]) -> object:
+        items, _ = items_of([(id, text) for id, text in left if text is not None])
+        return on_evict(namespace, items) if items else None
+
+    return handed
+
+
 class MemevictSession:
     """An OpenAI Agents SDK session backed by one memevict namespace, ``openai:<session_id>``
     (hashed where the id has characters a namespace cannot take, or starts with
@@ -257,6 +274,11 @@ class MemevictSession:
     namespace keeps no index).
     ``token_weight``: how far a message longer than 25 tokens ranks by its importance per
     token (0: by importance alone; default 0.35; see docs/adapters.md).
+    ``on_evict``: called (and awaited, if it returns an awaitable) with the namespace and
+    the items each :meth:`add_items` evicted from the hot tier, as they left: each
+    eviction once, whichever of several workers on the session made it (for a summariser
+    of what leaves; it runs inside ``add_items``: start slow work as a task of its own; an
+    exception from it is logged and the session goes on).
     ``MemevictSession.from_url(session_id, url, ...)`` is the same as ``url=``."""
 
     def __init__(
@@ -276,6 +298,7 @@ class MemevictSession:
         recall_share: float | None = None,
         token_weight: float = TOKEN_WEIGHT,
         session_settings: Any = None,
+        on_evict: OnEvict | None = None,
         **policy: float | int | str,
     ) -> None:
         self.on_lost = on_lost
@@ -294,6 +317,7 @@ class MemevictSession:
                 self._lost,
                 recall_share,
                 token_weight,
+                None if on_evict is None else handing_to(on_evict),
             ),
             url=url,
             client=client,

@@ -59,7 +59,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -99,6 +99,7 @@ from memevict.integrations._conversation import (
     BaseConversation,
     Conversation,
     Entry,
+    OnEvicted,
     OnLost,
     Settings,
     Steps,
@@ -291,6 +292,23 @@ def _readable(text: str) -> ModelMessage | None:
     return messages[0] if len(messages) == 1 else None
 
 
+# A summariser's callback: the session's namespace and the messages a write evicted, in the
+# order they left.
+OnEvict = Callable[[str, list[ModelMessage]], object]
+
+
+def handing_to(on_evict: OnEvict) -> OnEvicted:
+    """The conversation's hook for ``on_evict``: the evicted texts read as messages (one
+    this processor did not write is left out); nothing when none is one."""
+
+    def handed(namespace: str, left: list[tuple[str, str | None]]) -> object:
+        found = [_readable(text) for _, text in left if text is not None]
+        messages = [m for m in found if m is not None]
+        return on_evict(namespace, messages) if messages else None
+
+    return handed
+
+
 def read_message(text: str) -> Message | None:
     """What the model reads of a message this processor stored (:func:`message_of`), or
     None for a text that is not one."""
@@ -368,7 +386,9 @@ class _Order:
         of a text that is not a message goes to ``foreign``, the text left out). By
         their timestamps where all have one (another processor of the session may have
         stored some in between); else one this process has not seen keeps its place in
-        the window's order (the order first remembered) after the one before it."""
+        the window's order (the order first remembered) after the one before it. The
+        history's last message (the request being made) comes last whatever another
+        worker of the session stored meanwhile: the model answers it."""
         read = {id: _readable(text) for id, text in window if id not in turn.given}
         foreign += [id for id, message in read.items() if message is None]
         known = {id: m for id, m in read.items() if m is not None} | turn.given
@@ -377,16 +397,21 @@ class _Order:
         times = [m.timestamp for m in messages]
         if all(t is not None for t in times):
             at = {id(m): t.timestamp() for m, t in zip(messages, times, strict=True) if t}
-            return sorted(messages, key=lambda m: at[id(m)])
-        placed: list[tuple[int, int, ModelMessage]] = []
-        anchor = -1
-        for at_, ((key, _), message) in enumerate(zip(window, messages, strict=True)):
-            seen = self._seq.get(key)
-            if seen is not None:
-                anchor = seen
-            placed.append((anchor, at_ if seen is None else -1, message))
-        placed.sort(key=lambda p: (p[0], p[1]))
-        return [m for _, _, m in placed]
+            ordered = sorted(messages, key=lambda m: at[id(m)])
+        else:
+            placed: list[tuple[int, int, ModelMessage]] = []
+            anchor = -1
+            for at_, ((key, _), message) in enumerate(zip(window, messages, strict=True)):
+                seen = self._seq.get(key)
+                if seen is not None:
+                    anchor = seen
+                placed.append((anchor, at_ if seen is None else -1, message))
+            placed.sort(key=lambda p: (p[0], p[1]))
+            ordered = [m for _, _, m in placed]
+        last = turn.given[turn.entries[-1].id] if turn.entries else None
+        if last is not None and ordered and ordered[-1] is not last and last in ordered:
+            ordered = [m for m in ordered if m is not last] + [last]
+        return ordered
 
 
 class _Requests:
@@ -468,7 +493,12 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
     matching the latest user message fill, evicted ones included (None: about 1,000
     tokens, at most half; 0: none, and the namespace keeps no index).
     ``token_weight``: how far a message longer than 25 tokens ranks by its importance per
-    token (0: by importance alone; default 0.35; see docs/adapters.md)."""
+    token (0: by importance alone; default 0.35; see docs/adapters.md). ``on_evict`` is
+    called (and awaited, if it returns an awaitable) with the namespace and the messages
+    each request's writes evicted from the hot tier, as they left: each eviction once,
+    whichever of several workers on the session made it (for a summariser of what leaves;
+    it runs inside the request: start slow work as a task of its own; an exception from it
+    is logged and the request goes on)."""
 
     conversation: AsyncConversation
 
@@ -488,6 +518,7 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
         token_weight: float = TOKEN_WEIGHT,
+        on_evict: OnEvict | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
@@ -503,6 +534,7 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
                 on_lost,
                 recall_share,
                 token_weight,
+                None if on_evict is None else handing_to(on_evict),
             ),
             url=url,
             client=client,
@@ -544,7 +576,8 @@ class MemevictHistory(_Base[AsyncMemoryStore]):
 
 class SyncMemevictHistory(_Base[MemoryStore]):
     """:class:`MemevictHistory` on a :class:`~memevict.MemoryStore` (a sync processor);
-    the same arguments, with a ``redis.Redis`` client or a :class:`~memevict.MemoryStore`."""
+    the same arguments, with a ``redis.Redis`` client or a :class:`~memevict.MemoryStore`
+    (and an ``on_evict`` that returns no awaitable)."""
 
     conversation: Conversation
 
@@ -564,6 +597,7 @@ class SyncMemevictHistory(_Base[MemoryStore]):
         on_lost: OnLost | None = None,
         recall_share: float | None = None,
         token_weight: float = TOKEN_WEIGHT,
+        on_evict: OnEvict | None = None,
         **policy: float | int | str,
     ) -> None:
         opened = open_conversation(
@@ -579,6 +613,7 @@ class SyncMemevictHistory(_Base[MemoryStore]):
                 on_lost,
                 recall_share,
                 token_weight,
+                None if on_evict is None else handing_to(on_evict),
             ),
             url=url,
             client=client,

@@ -24,7 +24,9 @@ import redis
 
 from memevict.commands import check_namespace
 from memevict.errors import NotFound
+from memevict.log import MAX_COUNT as MAX_LOG
 from memevict.policy import Policy
+from memevict.results import Eviction
 from memevict.scripts import key_name, namespace_keys
 from memevict.simulate.transcript import Action, MemoryTurn
 from memevict.store import MemoryStore
@@ -126,6 +128,7 @@ class MemevictRunner:
         self.store = MemoryStore(client, namespace, policy, replace_policy=True)
         self.size = policy.max_hot
         self.tokens_of = tokens_of
+        self._since = "0-0"  # the eviction log read so far (left)
 
     def _tokens(self, text: str | None) -> int:
         if self.tokens_of is None:
@@ -161,6 +164,15 @@ class MemevictRunner:
             return store.whitelist(memory_id, now=now).evicted
         except NotFound:  # dropped from the cold tier for good (cold_max)
             return ()
+
+    def left(self) -> list[Eviction]:
+        """What left a tier since the last call, from the namespace's eviction log (a
+        policy with log_max; empty without)."""
+        found: list[Eviction] = []
+        while page := self.store.evictions(since=self._since, count=MAX_LOG):
+            found += page
+            self._since = page[-1].log_id
+        return found
 
     def holds(self, memory_id: str, now: int) -> bool:
         memory = self.store.get(memory_id, now=now)

@@ -34,12 +34,13 @@ import bisect
 import secrets
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypedDict
 
 import redis
 
 from memevict.policy import Policy
+from memevict.results import Eviction
 from memevict.simulate.policies import (
     FifoRunner,
     LruRunner,
@@ -52,6 +53,22 @@ from memevict.simulate.transcript import BadTranscript, MemoryTurn, Question, Tr
 
 SAMPLES = 200  # retention points per policy, at most
 POLICIES = ("fifo", "lru", "memevict", "hindsight")  # memevict: every policy given
+TIMELINE_LOG = 100_000  # the log_max of a replay that keeps a timeline
+
+
+@dataclass(frozen=True, slots=True)
+class Left:
+    """One memory leaving a tier in a replay (the timeline): after memory turn ``turn``
+    (the event of index ``event``), why, and its score and importance as it left."""
+
+    turn: int
+    event: int
+    id: str
+    reason: str
+    from_tier: str
+    to_tier: str
+    score: float
+    importance: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +127,7 @@ class Outcome(Answers):
     recalls_needed: int
     ms_per_turn: float
     window: tuple[str, ...]
+    timeline: tuple[Left, ...] = ()  # memevict's, when asked (simulate(timeline=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +148,7 @@ def simulate(
     policies: Collection[str] = POLICIES,
     prefix: str | None = None,
     advance: Callable[[int], None] = lambda n: None,
+    timeline: bool = False,
 ) -> Simulation:
     """Replays the transcript through FIFO, LRU and every memevict policy
     (by report key, each with max_hot == window) among ``policies``, one
@@ -139,7 +158,9 @@ def simulate(
     The prefix is ``memevict-simulate-<8 random hex digits>`` unless given,
     so that simulations sharing a server never meet; each namespace is
     cleared before and after. ``advance(n)`` is told of every n events done.
-    Raises BadTranscript when a memory turn has no importance yet.
+    ``timeline``: each memevict outcome also holds what left its tiers, turn by turn,
+    read from the namespace's eviction log (its policy run with log_max on; the log
+    changes no ranking). Raises BadTranscript when a memory turn has no importance yet.
     """
     unknown = sorted(set(policies) - set(POLICIES))
     if unknown:
@@ -161,13 +182,17 @@ def simulate(
     for key, policy in chosen.items():
         if policy.max_hot != window:
             raise ValueError(f"{key}: max_hot {policy.max_hot} is not the window {window}")
+        if timeline:
+            policy = replace(policy, log_max=TIMELINE_LOG)
         makers[key] = lambda ns, policy=policy: MemevictRunner(client, ns, policy)  # type: ignore[misc]
     outcomes: dict[str, Outcome] = {}
     for n, (key, make) in enumerate(makers.items()):
         namespace = f"{prefix}-{n}"
         clear(client, namespace)
         try:
-            outcomes[key] = replay(transcript, make(namespace), advance=advance)
+            runner = make(namespace)
+            left = runner.left if timeline and isinstance(runner, MemevictRunner) else None
+            outcomes[key] = replay(transcript, runner, advance=advance, left=left)
         finally:
             clear(client, namespace)
     best = hindsight(transcript, window) if "hindsight" in policies else None
@@ -195,8 +220,10 @@ def replay(
     *,
     sample_every: int | None = None,
     advance: Callable[[int], None] = lambda n: None,
+    left: Callable[[], list[Eviction]] | None = None,
 ) -> Outcome:
-    """Replays every event of the transcript through one runner."""
+    """Replays every event of the transcript through one runner; with ``left`` (what
+    left the runner's tiers since it was last asked), the timeline of it, by event."""
     total_turns = transcript.turns
     every = sample_every or max(1, -(-total_turns // SAMPLES))
     schedule = ask_schedule(transcript)
@@ -207,6 +234,7 @@ def replay(
     whitelisted: set[str] = set()
     evicted_unreferenced: set[str] = set()
     retention: list[tuple[int, float]] = []
+    timeline: list[Left] = []
     turns = actions = evictions = wrongful = recalls = 0
     spent = 0.0
     now = 0
@@ -257,6 +285,11 @@ def replay(
                     ids.discard(event.id)
         evictions += len(evicted)
         evicted_unreferenced.update(evicted)
+        if left is not None:
+            timeline += [
+                Left(turns, i, e.id, e.reason, e.from_tier, e.to_tier, e.score, e.importance)
+                for e in left()
+            ]
         if i in schedule:
             held = set(runner.window(now)).intersection(importance)
             for q in schedule[i]:
@@ -287,6 +320,7 @@ def replay(
         recalls_needed=recalls,
         ms_per_turn=spent * 1000 / turns,
         window=window,
+        timeline=tuple(timeline),
     )
 
 

@@ -158,12 +158,53 @@ def _retention_rows(outcomes: dict[str, Outcome]) -> list[list[str]]:
     ]
 
 
-def _aligned(rows: list[list[str]]) -> list[str]:
+def timeline(simulation: Simulation, width: int = 60) -> str:
+    """What left each memevict policy's tiers, turn by turn, and why (``simulate
+    --timeline``): after which memory turn, the memory, where it went, the reason (rule 15
+    of docs/rules.md), its score and importance as it left, and the start of its text as
+    it was said; then how many left for each reason."""
+    lines: list[str] = []
+    for key, o in simulation.outcomes.items():
+        if not o.timeline:
+            continue
+        said: dict[str, str] = {}  # each memory's text as last said, up to the event
+        by_event = {x.event for x in o.timeline}
+        texts: dict[int, dict[str, str]] = {}
+        for i, event in enumerate(simulation.transcript.events):
+            if isinstance(event, MemoryTurn):
+                said[event.id] = " ".join((event.text or "").split())
+            if i in by_event:
+                texts[i] = dict(said)
+        rows = [["turn", "memory", "from", "to", "reason", "score", "importance", "text"]]
+        for x in o.timeline:
+            text = texts[x.event].get(x.id, "")
+            shown = text if len(text) <= width else text[: width - 1] + "…"
+            score, importance = f"{x.score:.4g}", f"{x.importance:.3g}"
+            rows.append(
+                [str(x.turn), x.id, x.from_tier, x.to_tier, x.reason, score, importance, shown]
+            )
+        reasons: dict[str, int] = {}
+        for x in o.timeline:
+            reasons[x.reason] = reasons.get(x.reason, 0) + 1
+        counts = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items()))
+        lines += [
+            "",
+            f"What left {key}'s tiers, turn by turn (reasons: docs/rules.md, rule 15):",
+            *_aligned(rows, text_last=True),
+            f"{len(o.timeline)} in all: {counts}",
+        ]
+    return "\n".join(lines).lstrip("\n")
+
+
+def _aligned(rows: list[list[str]], text_last: bool = False) -> list[str]:
+    """Columns padded to their widest cell: the first (and with ``text_last`` the last)
+    flush left, numbers flush right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    text = {0, len(widths) - 1} if text_last else {0}
     lines = []
     for row in rows:
         cells = [
-            cell.ljust(width) if i == 0 else cell.rjust(width)
+            cell.ljust(width) if i in text else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
@@ -259,6 +300,7 @@ def _outcome(o: Outcome) -> dict[str, Any]:
         "ms_per_turn": round(o.ms_per_turn, 4),
         "window": list(o.window),
         **_answers(o),
+        **({"timeline": [dataclasses.asdict(x) for x in o.timeline]} if o.timeline else {}),
     }
 
 
