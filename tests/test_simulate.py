@@ -741,6 +741,47 @@ def test_the_table_names_every_policy_and_the_plot_is_drawn(
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
+def test_the_timeline_is_what_left_memevict_turn_by_turn(
+    server: Server, client: redis.Redis
+) -> None:
+    """simulate(timeline=True): every memory memevict's calls evicted, after the turn
+    whose call evicted it (the replay's own count of evictions, from the replies), each
+    with a reason of rule 15; the other policies keep none."""
+    transcript = generate(3, 120)
+    policies = memevict_policies(10, {"cold_max": 20}, [])
+    result = simulate(client, transcript, 10, policies, timeline=True)
+    memevict, fifo = result.outcomes["memevict"], result.outcomes["fifo"]
+    assert fifo.timeline == ()
+    to_cold = [x for x in memevict.timeline if x.to_tier == "cold"]
+    assert len(to_cold) == memevict.evictions > 0
+    assert all(x.reason in ("max_hot", "evict_batch") for x in to_cold)
+    dropped = [x for x in memevict.timeline if x.to_tier == "deleted"]
+    assert dropped and all(x.reason in ("cold_max", "forget") for x in dropped)
+    turns = [x.turn for x in memevict.timeline]
+    assert turns == sorted(turns) and turns[0] > 0 and turns[-1] <= memevict.turns
+    # each memory left the hot tier after it was said, at the event that said so
+    said = {}
+    for i, event in enumerate(transcript.events):
+        if isinstance(event, MemoryTurn):
+            said.setdefault(event.id, i)
+    assert all(said[x.id] <= x.event for x in memevict.timeline)
+    # the policy reported is the one asked for (the log changes no ranking)
+    assert result.policies["memevict"].log_max == 0
+    without = simulate(client, transcript, 10, policies).outcomes["memevict"]
+    assert (without.timeline, without.window) == ((), memevict.window)
+
+
+def test_the_timeline_is_printed_for_one_transcript(server: Server, client: redis.Redis) -> None:
+    code, out = cli(server, "--turns", "40", "--window", "10", "--timeline")
+    assert code == 0, out
+    assert "What left memevict's tiers, turn by turn" in out
+    assert out.rstrip().splitlines()[-1].split(" in all: ")[1].startswith("max_hot ")
+    code, out = cli(server, "--seeds", "2", "--turns", "20", "--timeline")
+    assert code == 2 and "--timeline follows memevict through one transcript" in out
+    code, out = cli(server, "--turns", "40", "--window", "10", "--timeline", "--json")
+    assert code == 0 and json.loads(out)["policies"]["memevict"]["timeline"]
+
+
 def test_the_plot_is_skipped_without_matplotlib(
     server: Server, client: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

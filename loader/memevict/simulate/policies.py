@@ -152,13 +152,13 @@ class MemevictRunner:
 
     def act(self, action: Action) -> tuple[str, ...]:
         store, memory_id, now = self.store, action.id, action.at
-        if action.action == "forget":
-            store.forget(memory_id)
-            return ()
-        if action.action == "touch":
-            touched = store.touch(memory_id, now=now)
-            return touched.evicted if touched is not None else ()
         try:
+            if action.action == "forget":
+                store.forget(memory_id)
+                return ()
+            if action.action == "touch":
+                touched = store.touch(memory_id, now=now)
+                return touched.evicted if touched is not None else ()
             if action.action == "demote":
                 return store.demote(memory_id, now=now).evicted
             return store.whitelist(memory_id, now=now).evicted
