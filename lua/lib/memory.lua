@@ -293,9 +293,9 @@ end
 --   cold_max                           cold -> deleted (past the cold tier's line)
 --   whitelist_cap, demote              whitelist -> hot
 --   forget                             its tier (field from) -> deleted
--- The stream keeps the newest log_max entries (0: no log), trimmed as Redis
--- trims cheaply (MAXLEN ~): a whole node at a time, so it may hold up to
--- stream-node-max-entries - 1 (99 by default) more. While the log is on, its
+-- The stream keeps exactly the newest log_max entries (0: no log): MAXLEN
+-- without ~, which costs a remember 1-9% more than trimming whole nodes
+-- (benchmarks/RESULTS.md, "What the eviction log costs"). While the log is on, its
 -- type is checked with the others before the first write (read_tiers).
 local function log_left(t, m, reason, score, from)
   t.at = t.at or fmt(t.now)
@@ -307,7 +307,7 @@ local function log_left(t, m, reason, score, from)
   if from then
     fields[#fields + 1], fields[#fields + 2] = 'from', from
   end
-  rcall('XADD', KEY.log, 'MAXLEN', '~', t.log_max, '*', unpack(fields))
+  rcall('XADD', KEY.log, 'MAXLEN', t.log_max, '*', unpack(fields))
 end
 
 -- The order at and below which no memory is protected by activity, once a
