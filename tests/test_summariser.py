@@ -29,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memevict import MemoryStore
 from memevict.errors import BadArgument
+from memevict.integrations._conversation import arun_steps
 from memevict.integrations.langchain import MemevictMiddleware
 from memevict.integrations.openai_agents import MemevictSession
 from memevict.integrations.pydantic_ai import MemevictHistory, SyncMemevictHistory
@@ -232,3 +233,31 @@ def test_a_sync_history_refuses_an_awaitable_callback(server: Server) -> None:
     finally:
         history.clear_session()
         history.close()
+
+
+def test_what_another_write_evicted_is_handed_over_from_the_cold_tier(server: Server) -> None:
+    """evicted_steps: the ids of a write other than add (pop_item's move out of its
+    group), their texts read back from the cold tier; one dropped meanwhile left out."""
+    handed: list[list[dict[str, Any]]] = []
+
+    async def summarise(namespace: str, items: list[dict[str, Any]]) -> None:
+        handed.append(items)
+
+    async def run() -> None:
+        session = MemevictSession(
+            "moved", url=_url(server), on_evict=summarise, max_tokens=0, recall_share=0
+        )
+        try:
+            messages = [{"role": "user", "content": say(0, n)} for n in range(3)]
+            await session.add_items(messages)
+            stored = [m.id for m in (await session.store.scan("hot")).memories]
+            await session.store.forget(stored[2])
+            steps = session.conversation.evicted_steps([stored[0], stored[2], stored[1]])
+            await arun_steps(steps)
+        finally:
+            await session.clear_session()
+            await session.close()
+
+    asyncio.run(run())
+    [items] = handed
+    assert len(items) == 2 and all(TAG.search(item["content"]) for item in items)

@@ -817,6 +817,21 @@ class BaseConversation(Generic[StoreT]):
         memory: Memory | None = yield from self._again(lambda: _call(partial(self.store.get, id)))
         return memory
 
+    def evicted_steps(self, ids: Sequence[str]) -> Steps[None]:
+        """Hands over what a write other than ``add`` evicted (its reply's ids), to the
+        adapter's ``on_evict``: their texts read from the cold tier (one gone meanwhile,
+        dropped by another worker, is left out)."""
+        hook = self.settings.on_evicted
+        if hook is None or not ids:
+            return
+        left: list[tuple[str, str | None]] = []
+        for id in ids:
+            memory = yield partial(self.store.get, id)
+            if memory is not None:
+                left.append((id, memory.text))
+        if left:
+            yield partial(self._hand_over, hook, left)
+
     def _again(self, send: Callable[[], Steps[T]]) -> Steps[T]:
         """``send()``, and once more after starting again a namespace lost under the
         store (NamespaceLost: nothing was written)."""

@@ -57,6 +57,7 @@ from memevict.integrations._conversation import (
     Settings,
     TokenCounter,
     approx_tokens,
+    arun_steps,
     check_recall,
     fits,
     hashed_name,
@@ -449,9 +450,10 @@ class MemevictSession:
         memory = await self.store.get(id)
         if memory is not None and memory.group is not None:
             # Out of its group first, so that forget takes it alone.
-            await self.store.remember(
+            moved = await self.store.remember(
                 id, memory.importance, tokens=memory.tokens, group=f"pop:{id}"
             )
+            await arun_steps(self.conversation.evicted_steps(moved.evicted))
         with contextlib.suppress(NotFound):  # (forgotten meanwhile by another worker)
             await self.store.forget(id)
         self.conversation.forget_asked(id)  # (not lifted back as a question)
