@@ -270,6 +270,7 @@ CALLS: dict[str, Callable[[MemoryStore], object]] = {
     "get": lambda s: s.get("m5", now=NOW),
     "top": lambda s: s.top(10, now=NOW),
     "stats": lambda s: s.stats(now=NOW),
+    "explain": lambda s: s.explain("m5", 4, now=NOW),
 }
 
 
@@ -307,6 +308,19 @@ def test_a_call_is_one_script_command_on_the_node_of_its_slot(
     }
     verbs = ("evalsha", "evalsha_ro") if mode == "scripts" else ("fcall", "fcall_ro")
     assert len(sent) == 1 and next(iter(sent.items())) in {((owner, v), 1) for v in verbs}, sent
+
+
+def test_the_eviction_log_is_read_from_the_node_of_its_slot(
+    cluster: Cluster, client: redis.cluster.RedisCluster
+) -> None:
+    """evictions() is one XREVRANGE (then XRANGE with since), on the namespace's node."""
+    store = MemoryStore(client, "logged", POLICY)
+    fill(store)
+    log = store.evictions()
+    assert [e.id for e in log if e.to_tier == "cold"] == ["m0", "m1", "m2", "m3"]  # (fill's)
+    assert store.evictions(since=log[0].log_id, count=200) == log[1:]
+    owner = cluster.owner(cluster.keyslot(key_name("logged", "log")))
+    assert cluster.node(owner).xlen(key_name("logged", "log")) == len(log)
 
 
 # A slot moved to another node while its namespace is in use.
