@@ -333,7 +333,7 @@ def test_a_receipt_keeps_at_most_16_kb_and_a_resent_call_is_still_applied_once(
 
 # --- a lost key never leaves a namespace unusable ---------------------------------------------
 
-ROLES = ("policy", "state", "meta", "text", "hot", "fresh", "prot", "wl", "cold")
+ROLES = ("policy", "state", "meta", "text", "hot", "fresh", "prot", "wl", "cold", "log")
 
 
 def a_namespace_in_every_state(store: MemoryStore) -> None:
@@ -349,9 +349,10 @@ def a_namespace_in_every_state(store: MemoryStore) -> None:
 def test_every_call_works_after_losing_any_one_key(
     make_store: StoreFactory, client: redis.Redis, role: str
 ) -> None:
-    store = make_store(max_hot=5, protect_s=30, whitelist_cap=2)
+    store = make_store(max_hot=5, protect_s=30, whitelist_cap=2, log_max=100)
     a_namespace_in_every_state(store)
     client.delete(key_name(store.namespace, role))
+    lost_log = role == "log"
     later = T0 + 200 * S
     for i in range(8):  # evicts, expires protection, trims
         store.remember(f"n{i}", 5.0 + i, now=later + i)
@@ -373,6 +374,9 @@ def test_every_call_works_after_losing_any_one_key(
         assert store.recall(m.id, now=later + 20).score > 0
     # a store opened afresh on the namespace works too
     assert MemoryStore(client, store.namespace).get("n6") is not None
+    # the log goes on (what it held before is gone with it)
+    log = store.evictions(count=200)
+    assert log and all(e.at >= later for e in log) == lost_log
 
 
 def test_a_lost_state_is_rebuilt_from_the_newest_memory(
