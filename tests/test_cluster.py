@@ -32,7 +32,7 @@ from redis.exceptions import AskError, MovedError
 
 import tests.test_rules
 import tests.test_windows
-from memevict import AsyncMemoryStore, Item, Memory, MemoryStore, Policy, Stats, Window
+from memevict import AsyncMemoryStore, Eviction, Item, Memory, MemoryStore, Policy, Stats, Window
 from memevict.cli import main
 from memevict.functions import library
 from memevict.registry import Mode
@@ -321,6 +321,15 @@ def test_the_eviction_log_is_read_from_the_node_of_its_slot(
     assert store.evictions(since=log[0].log_id, count=200) == log[1:]
     owner = cluster.owner(cluster.keyslot(key_name("logged", "log")))
     assert cluster.node(owner).xlen(key_name("logged", "log")) == len(log)
+
+    async def read() -> list[Eviction]:  # (the asyncio cluster client routes it too)
+        c = cluster.async_client()
+        try:
+            return await AsyncMemoryStore(c, "logged").evictions()
+        finally:
+            await c.aclose()
+
+    assert asyncio.run(read()) == log
 
 
 # A slot moved to another node while its namespace is in use.

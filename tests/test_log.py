@@ -6,17 +6,20 @@ both servers."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 
 import pytest
 import redis
+import redis.asyncio
 
-from memevict import Item, MemoryStore, Policy
+from memevict import AsyncMemoryStore, Item, MemoryStore, Policy
 from memevict.errors import MemevictError, NotFound
 from memevict.log import MOVES
 from memevict.results import Eviction
 from memevict.scripts import key_name
+from tests.servers import Server
 
 T0 = 1_700_000_000_000
 S = 1000  # a second, in ms
@@ -298,3 +301,23 @@ def test_the_log_holds_exactly_what_left(client: redis.Redis, seed: int) -> None
                 assert e.importance == before[e.id][1] or e.id in remembered, what
         total += len(new)
         assert client.xlen(key_name(f"prop{seed}", "log")) == min(total, policy.log_max)
+
+
+def test_the_async_store_reads_the_same_log(client: redis.Redis, server: Server) -> None:
+    store = MemoryStore(
+        client, "async-log", Policy(max_hot=1, protect_s=0, protect_memories=0, log_max=10)
+    )
+    for n in range(6):
+        store.remember(f"m{n}", 1.0, now=T0 + n)
+
+    async def read() -> tuple[list[Eviction], list[Eviction]]:
+        aclient = redis.asyncio.Redis(port=server.port)
+        try:
+            astore = AsyncMemoryStore(aclient, "async-log")
+            newest = await astore.evictions(count=3)
+            return newest, await astore.evictions(since=newest[0].log_id)
+        finally:
+            await aclient.aclose()
+
+    newest, after = asyncio.run(read())
+    assert newest == store.evictions(count=3) and after == newest[1:]

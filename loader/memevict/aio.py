@@ -34,7 +34,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
-from memevict.log import evictions_of, range_args
+from memevict.log import evictions_of, read_command
 from memevict.namespaces import SCAN_COUNT, Namespace, names_of, policy_pattern, unreadable
 from memevict.policy import Policy
 from memevict.registry import (
@@ -440,16 +440,13 @@ class AsyncMemoryStore(StoreBase):
 
     async def evictions(self, since: str | None = None, count: int = 100) -> list[Eviction]:
         """As :meth:`MemoryStore.evictions`."""
-        start, count = range_args(since, count)
+        command, newest_first = read_command(self.log_key, since, count)
         await self._ready()
         try:
-            if start:
-                entries = await self.client.xrange(self.log_key, start, "+", count=count)
-            else:
-                entries = await self.client.xrevrange(self.log_key, "+", "-", count=count)
+            entries = await self.client.execute_command(*command)
         except ResponseError as error:
             raise from_response(error) from None
-        return evictions_of(entries, newest_first=not start)
+        return evictions_of(entries, newest_first)
 
     async def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None

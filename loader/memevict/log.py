@@ -27,18 +27,19 @@ MOVES = {
 _LOG_ID = re.compile(r"[0-9]{1,20}(-[0-9]{1,20})?")
 
 
-def range_args(since: str | None, count: int) -> tuple[str, int]:
-    """``since`` and ``count`` checked: the exclusive start of an XRANGE (or '' for the
-    newest ``count`` entries, XREVRANGE) and the count."""
+def read_command(key: str, since: str | None, count: int) -> tuple[list[str | int], bool]:
+    """The command that reads ``count`` entries of the log at ``key`` (``since`` and
+    ``count`` checked first): after ``since`` (XRANGE from it, exclusive), or the newest
+    (XREVRANGE); and whether its reply is newest first."""
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise BadArgument(f"count must be a whole number in [1, {MAX_COUNT}], got {count!r}")
     if since is None:
-        return "", count
+        return ["XREVRANGE", key, "+", "-", "COUNT", count], True
     if not isinstance(since, str) or not _LOG_ID.fullmatch(since):
         raise BadArgument(
             f"since must be a log_id of an earlier Eviction ('<ms>-<n>'), got {since!r:.80}"
         )
-    return f"({since}", count
+    return ["XRANGE", key, f"({since}", "+", "COUNT", count], False
 
 
 def _text(value: Any) -> str:

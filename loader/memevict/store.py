@@ -35,7 +35,7 @@ from memevict.errors import (
     WrongType,
     from_response,
 )
-from memevict.log import evictions_of, range_args
+from memevict.log import evictions_of, read_command
 from memevict.policy import Policy, mismatch
 from memevict.registry import (
     MIGRATION_WAIT_S,
@@ -796,17 +796,14 @@ class MemoryStore(StoreBase):
     def evictions(self, since: str | None = None, count: int = 100) -> list[Eviction]:
         """The eviction log (``Policy.log_max``; 0, the default, keeps none), oldest
         first: the newest ``count`` entries, or the first ``count`` after ``since`` (the
-        ``log_id`` of an entry read before: page on from the last one). One XRANGE of
-        the log's stream, no script."""
-        start, count = range_args(since, count)
+        ``log_id`` of an entry read before: page on from the last one). One XREVRANGE
+        or XRANGE of the log's stream, no script."""
+        command, newest_first = read_command(self.log_key, since, count)
         try:
-            if start:
-                entries = self.client.xrange(self.log_key, start, "+", count=count)
-            else:
-                entries = self.client.xrevrange(self.log_key, "+", "-", count=count)
+            entries = self.client.execute_command(*command)
         except ResponseError as error:
             raise from_response(error) from None
-        return evictions_of(entries, newest_first=not start)
+        return evictions_of(entries, newest_first)
 
     def scan(
         self, tier: Tier = "hot", cursor: int = 0, count: int = 100, *, now: int | None = None
